@@ -1,0 +1,58 @@
+# Tadpole build. The native engine (llama.cpp + ggml from the pinned
+# github.com/ollama/ollama module) is compiled by cgo with the flags below;
+# every target that compiles Go code goes through them, so Go's build cache
+# keeps one copy of the native build.
+
+GO        ?= go
+CPU       ?= auto
+BIN       ?= bin/tadpole
+HOST      ?= 127.0.0.1:11434
+DEMO      ?= stories
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+OLLAMA_DIR := $(shell $(GO) mod download github.com/ollama/ollama >/dev/null 2>&1; $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
+ISA_FLAGS  := $(shell sh scripts/cpuflags.sh $(CPU))
+
+export CGO_ENABLED  := 1
+export CGO_CPPFLAGS := -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include -DGGML_USE_CPU_REPACK
+export CGO_CFLAGS   := $(ISA_FLAGS)
+export CGO_CXXFLAGS := $(ISA_FLAGS)
+
+LDFLAGS := -X 'github.com/tadpole-llm/tadpole/engine.BuildFlags=$(ISA_FLAGS)' \
+           -X 'github.com/tadpole-llm/tadpole/engine.Version=$(VERSION)'
+
+.PHONY: all build run test bench fmt vet deps flags clean
+
+all: build
+
+deps:
+	@test -n "$(OLLAMA_DIR)" || $(GO) mod download github.com/ollama/ollama
+
+flags:
+	@echo "CPU=$(CPU)"
+	@echo "CGO_CPPFLAGS=$(CGO_CPPFLAGS)"
+	@echo "CGO_CFLAGS=$(CGO_CFLAGS)"
+
+build: deps
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tadpole
+
+# Serve the bundled demo model "stories" (stories260K, see models/testdata/NOTICE).
+run: build
+	@echo "Try:  curl -s http://$(HOST)/api/generate -d '{\"model\":\"$(DEMO)\",\"prompt\":\"Once upon a time\",\"stream\":false,\"options\":{\"temperature\":0,\"num_predict\":30}}'"
+	$(BIN) serve --host $(HOST) --models models/demo
+
+test: deps vet
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -s -w $$(git ls-files '*.go')
+
+BENCH_MODEL ?=
+bench: build
+	$(GO) run -ldflags "$(LDFLAGS)" ./scripts/bench $(BENCH_MODEL)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/server"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/sched"
+)
+
+// env returns the environment variable's value or def.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(env(name, "")); err == nil {
+		return v
+	}
+	return def
+}
+
+func defaultModelsDir() string {
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".tadpole", "models")
+	}
+	return "models"
+}
+
+func serve(args []string) error {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	host := fs.String("host", env("TADPOLE_HOST", "127.0.0.1:11434"), "address to listen on (TADPOLE_HOST)")
+	modelsDir := fs.String("models", env("TADPOLE_MODELS", defaultModelsDir()), "directory of models (TADPOLE_MODELS)")
+	parallel := fs.Int("parallel", envInt("TADPOLE_NUM_PARALLEL", 4), "parallel requests per loaded model (TADPOLE_NUM_PARALLEL)")
+	numCtx := fs.Int("context-length", envInt("TADPOLE_CONTEXT_LENGTH", 0), "default context per request in tokens; 0: min(4096, the model's) (TADPOLE_CONTEXT_LENGTH)")
+	maxLoaded := fs.Int("max-loaded-models", envInt("TADPOLE_MAX_LOADED_MODELS", 3), "most model instances loaded at once (TADPOLE_MAX_LOADED_MODELS)")
+	keepAlive := fs.String("keep-alive", env("TADPOLE_KEEP_ALIVE", "5m"), "how long an idle model stays loaded; negative: forever (TADPOLE_KEEP_ALIVE)")
+	threads := fs.Int("threads", envInt("TADPOLE_NUM_THREADS", 0), "CPU threads per model; 0: all CPUs (TADPOLE_NUM_THREADS)")
+	flash := fs.String("flash-attention", env("TADPOLE_FLASH_ATTENTION", "on"), "flash attention: on, off or auto (TADPOLE_FLASH_ATTENTION)")
+	kvType := fs.String("kv-cache-type", env("TADPOLE_KV_CACHE_TYPE", "f16"), "KV cache type: f16, q8_0, q4_0 … (TADPOLE_KV_CACHE_TYPE)")
+	backends := fs.String("backends", env("TADPOLE_BACKENDS", ""), "directory of GPU backend libraries to load (TADPOLE_BACKENDS)")
+	logLevel := fs.String("log-level", env("TADPOLE_LOG_LEVEL", "info"), "debug, info, warn or error (TADPOLE_LOG_LEVEL)")
+	logFormat := fs.String("log-format", env("TADPOLE_LOG_FORMAT", "text"), "text or json (TADPOLE_LOG_FORMAT)")
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage: tadpole serve [flags]\n\nFlags:\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	if err := setupLogging(*logLevel, *logFormat); err != nil {
+		return err
+	}
+	var ka api.Duration
+	if err := ka.UnmarshalJSON([]byte(strconv.Quote(*keepAlive))); err != nil {
+		return fmt.Errorf("--keep-alive: %w", err)
+	}
+	fa, err := parseFlash(*flash)
+	if err != nil {
+		return err
+	}
+	if *parallel < 1 {
+		return fmt.Errorf("--parallel must be at least 1")
+	}
+	engine.Init(*backends)
+	for _, d := range engine.Devices() {
+		slog.Info("device", "name", d.Name, "description", d.Description, "type", d.Type,
+			"free_mib", d.FreeBytes>>20, "total_mib", d.TotalBytes>>20)
+	}
+	slog.Info("engine", "version", engine.Version, "cpu_flags", engine.BuildFlags, "system", engine.SystemInfo())
+
+	srv := server.New(server.Config{
+		ModelsDir: *modelsDir,
+		Sched: sched.Config{
+			Parallel: *parallel, NumCtx: *numCtx, MaxLoaded: *maxLoaded, KeepAlive: ka.Duration,
+			Threads: *threads, FlashAttn: fa, KVType: *kvType,
+		},
+	})
+	addr := *host
+	if !strings.Contains(addr, ":") {
+		addr += ":11434"
+	}
+	addr = strings.TrimPrefix(strings.TrimPrefix(addr, "http://"), "https://")
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	slog.Info("Tadpole is listening", "addr", ln.Addr().String(), "models", *modelsDir, "parallel", *parallel)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	slog.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+func parseFlash(s string) (engine.FlashAttention, error) {
+	switch strings.ToLower(s) {
+	case "on", "1", "true":
+		return engine.FlashAttentionOn, nil
+	case "off", "0", "false":
+		return engine.FlashAttentionOff, nil
+	case "auto", "":
+		return engine.FlashAttentionAuto, nil
+	}
+	return 0, fmt.Errorf("--flash-attention: want on, off or auto, not %q", s)
+}
+
+func setupLogging(level, format string) error {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "text":
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, opts)))
+	case "json":
+		slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, opts)))
+	default:
+		return fmt.Errorf("--log-format: want text or json, not %q", format)
+	}
+	return nil
+}
+
+func printVersion() {
+	fmt.Printf("tadpole %s\n", engine.Version)
+	fmt.Printf("cpu backend built with: %s\n", engine.BuildFlags)
+	fmt.Printf("llama.cpp system info: %s\n", engine.SystemInfo())
+}

@@ -1,0 +1,160 @@
+package engine
+
+// #cgo CXXFLAGS: -std=c++17
+// #cgo LDFLAGS: -lm -lstdc++
+// #include <stdlib.h>
+// #include "llama.h"
+// #include "ggml-backend.h"
+//
+// extern void tadpoleLog(int level, char *text, void *user);
+// static void tadpole_log_init(void) { llama_log_set((ggml_log_callback)tadpoleLog, NULL); }
+import "C"
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+
+	// Compiled and linked for their C/C++ sources only: llama.cpp's core
+	// (with every model architecture) and ggml with its CPU backend.
+	_ "github.com/ollama/ollama/llama/llama.cpp/src"
+)
+
+// BuildFlags are the compiler flags the native CPU backend was built with.
+// The Makefile sets it with -ldflags -X; a plain `go build` leaves "unknown".
+var BuildFlags = "unknown"
+
+// Version is Tadpole's version, set by the Makefile with -ldflags -X.
+var Version = "dev"
+
+var initOnce sync.Once
+
+// Init initialises llama.cpp's backends once per process. backendDir, if
+// not empty, is a directory of loadable ggml backends (e.g. CUDA) loaded
+// before initialisation. Every other function in this package calls Init
+// with no directory if the caller has not.
+func Init(backendDir string) {
+	initOnce.Do(func() {
+		C.tadpole_log_init()
+		if backendDir != "" {
+			cs := C.CString(backendDir)
+			C.ggml_backend_load_all_from_path(cs)
+			C.free(unsafe.Pointer(cs))
+		}
+		C.llama_backend_init()
+	})
+}
+
+// SystemInfo is llama.cpp's description of the CPU features the native code
+// was compiled with and detects at run time (e.g. "AVX512 = 1").
+func SystemInfo() string {
+	Init("")
+	return strings.TrimSpace(C.GoString(C.llama_print_system_info()))
+}
+
+// Device is one compute device ggml can use.
+type Device struct {
+	Name        string
+	Description string
+	Type        string // "cpu", "gpu", "igpu" or "accel"
+	FreeBytes   uint64
+	TotalBytes  uint64
+}
+
+// Devices lists the devices of every loaded ggml backend.
+func Devices() []Device {
+	Init("")
+	n := int(C.ggml_backend_dev_count())
+	out := make([]Device, 0, n)
+	for i := 0; i < n; i++ {
+		d := C.ggml_backend_dev_get(C.size_t(i))
+		var free, total C.size_t
+		C.ggml_backend_dev_memory(d, &free, &total)
+		typ := "cpu"
+		switch C.ggml_backend_dev_type(d) {
+		case C.GGML_BACKEND_DEVICE_TYPE_GPU:
+			typ = "gpu"
+		case C.GGML_BACKEND_DEVICE_TYPE_IGPU:
+			typ = "igpu"
+		case C.GGML_BACKEND_DEVICE_TYPE_ACCEL:
+			typ = "accel"
+		}
+		out = append(out, Device{
+			Name:        C.GoString(C.ggml_backend_dev_name(d)),
+			Description: C.GoString(C.ggml_backend_dev_description(d)),
+			Type:        typ,
+			FreeBytes:   uint64(free),
+			TotalBytes:  uint64(total),
+		})
+	}
+	return out
+}
+
+// DefaultThreads is the thread count used when a request does not set
+// num_thread: the number of CPUs Go may use.
+func DefaultThreads() int { return runtime.GOMAXPROCS(0) }
+
+// logBuf joins llama.cpp's continuation fragments into whole lines.
+var logState struct {
+	sync.Mutex
+	buf   strings.Builder
+	level slog.Level
+	// last error lines, for load failures
+	lastErr []string
+}
+
+//export tadpoleLog
+func tadpoleLog(level C.int, text *C.char, _ unsafe.Pointer) {
+	s := C.GoString(text)
+	logState.Lock()
+	defer logState.Unlock()
+	if level != C.GGML_LOG_LEVEL_CONT {
+		logState.level = ggmlLevel(level)
+	}
+	logState.buf.WriteString(s)
+	if !strings.HasSuffix(s, "\n") {
+		return
+	}
+	line := strings.TrimRight(logState.buf.String(), "\n")
+	logState.buf.Reset()
+	if logState.level >= slog.LevelWarn {
+		logState.lastErr = append(logState.lastErr, line)
+		if len(logState.lastErr) > 8 {
+			logState.lastErr = logState.lastErr[1:]
+		}
+	}
+	// llama.cpp is chatty: its info lines are Tadpole's debug lines.
+	lvl := logState.level
+	if lvl == slog.LevelInfo {
+		lvl = slog.LevelDebug
+	}
+	if slog.Default().Enabled(context.Background(), lvl) {
+		slog.Log(context.Background(), lvl, line, "src", "llama.cpp")
+	}
+}
+
+func ggmlLevel(l C.int) slog.Level {
+	switch l {
+	case C.GGML_LOG_LEVEL_ERROR:
+		return slog.LevelError
+	case C.GGML_LOG_LEVEL_WARN:
+		return slog.LevelWarn
+	case C.GGML_LOG_LEVEL_INFO:
+		return slog.LevelInfo
+	default:
+		return slog.LevelDebug
+	}
+}
+
+// takeLogErrors returns and clears the warnings and errors llama.cpp
+// logged since the last call.
+func takeLogErrors() []string {
+	logState.Lock()
+	defer logState.Unlock()
+	e := logState.lastErr
+	logState.lastErr = nil
+	return e
+}

@@ -1,0 +1,320 @@
+package engine
+
+// #include <stdlib.h>
+// #include "llama.h"
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"unsafe"
+)
+
+// FlashAttention selects flash attention; the zero value lets llama.cpp
+// decide (on where the backend supports it).
+type FlashAttention int
+
+const (
+	FlashAttentionAuto FlashAttention = iota
+	FlashAttentionOn
+	FlashAttentionOff
+)
+
+// Pooling selects how Embeddings pools a sequence's token vectors.
+type Pooling int
+
+const (
+	PoolingModel Pooling = iota // the model's own (mean when it has none)
+	PoolingMean
+	PoolingCLS
+	PoolingLast
+)
+
+// ContextParams configure a context. Zero fields take llama.cpp's
+// defaults, except NumCtx which defaults to the model's training context.
+type ContextParams struct {
+	NumCtx       int // total tokens of KV memory across all sequences
+	NumBatch     int // most tokens one Decode may take (default 512)
+	NumUBatch    int // physical micro-batch (default NumBatch)
+	NumSeqMax    int // parallel sequences (default 1)
+	Threads      int // decode threads (default: GOMAXPROCS)
+	ThreadsBatch int // prompt threads (default: Threads)
+	FlashAttn    FlashAttention
+	// KVType is the cache type of K and V: "f16" (default), "f32", "q8_0",
+	// "q4_0", "q4_1", "q5_0", "q5_1", "bf16", "iq4_nl".
+	KVType string
+	// KVUnified shares one KV buffer between all sequences (faster for
+	// batched decoding with uneven sequence lengths).
+	KVUnified bool
+	// Embeddings makes Decode produce pooled embeddings instead of logits.
+	Embeddings bool
+	Pooling    Pooling
+}
+
+// Context is one llama.cpp context: KV memory for up to NumSeqMax
+// sequences and the compute buffers for decoding. It is not safe for
+// concurrent use; the runner owns it from one goroutine.
+type Context struct {
+	c     *C.struct_llama_context
+	mem   C.llama_memory_t
+	model *Model
+	nVoc  int
+	embd  bool
+}
+
+// ErrNoKVSpace is returned by Decode when the KV memory has no room for the
+// batch; the caller should free space (shift or drop sequences) and retry.
+var ErrNoKVSpace = errors.New("no room left in the KV cache")
+
+var kvTypes = map[string]C.enum_ggml_type{
+	"": C.GGML_TYPE_F16, "f16": C.GGML_TYPE_F16, "f32": C.GGML_TYPE_F32, "bf16": C.GGML_TYPE_BF16,
+	"q8_0": C.GGML_TYPE_Q8_0, "q4_0": C.GGML_TYPE_Q4_0, "q4_1": C.GGML_TYPE_Q4_1,
+	"q5_0": C.GGML_TYPE_Q5_0, "q5_1": C.GGML_TYPE_Q5_1, "iq4_nl": C.GGML_TYPE_IQ4_NL,
+}
+
+// NewContext creates a context over the model.
+func (m *Model) NewContext(p ContextParams) (*Context, error) {
+	kv, ok := kvTypes[strings.ToLower(p.KVType)]
+	if !ok {
+		return nil, fmt.Errorf("new context: unknown KV cache type %q", p.KVType)
+	}
+	cp := C.llama_context_default_params()
+	if p.NumCtx > 0 {
+		cp.n_ctx = C.uint32_t(p.NumCtx)
+	}
+	if p.NumBatch > 0 {
+		cp.n_batch = C.uint32_t(p.NumBatch)
+		cp.n_ubatch = C.uint32_t(p.NumBatch)
+	}
+	if p.NumUBatch > 0 {
+		cp.n_ubatch = C.uint32_t(p.NumUBatch)
+	}
+	if p.NumSeqMax > 0 {
+		cp.n_seq_max = C.uint32_t(p.NumSeqMax)
+	}
+	threads := p.Threads
+	if threads <= 0 {
+		threads = DefaultThreads()
+	}
+	tb := p.ThreadsBatch
+	if tb <= 0 {
+		tb = threads
+	}
+	cp.n_threads = C.int32_t(threads)
+	cp.n_threads_batch = C.int32_t(tb)
+	switch p.FlashAttn {
+	case FlashAttentionOn:
+		cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_ENABLED
+	case FlashAttentionOff:
+		cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_DISABLED
+	default:
+		cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_AUTO
+	}
+	cp.type_k = kv
+	cp.type_v = kv
+	cp.kv_unified = C.bool(p.KVUnified)
+	cp.no_perf = C.bool(true)
+	if p.Embeddings {
+		cp.embeddings = C.bool(true)
+		switch p.Pooling {
+		case PoolingMean:
+			cp.pooling_type = C.LLAMA_POOLING_TYPE_MEAN
+		case PoolingCLS:
+			cp.pooling_type = C.LLAMA_POOLING_TYPE_CLS
+		case PoolingLast:
+			cp.pooling_type = C.LLAMA_POOLING_TYPE_LAST
+		}
+	}
+	takeLogErrors()
+	c := C.llama_init_from_model(m.c, cp)
+	if c == nil {
+		return nil, fmt.Errorf("new context (n_ctx %d, %d sequences): %s", p.NumCtx, p.NumSeqMax, strings.Join(takeLogErrors(), "; "))
+	}
+	ctx := &Context{c: c, mem: C.llama_get_memory(c), model: m, nVoc: m.VocabSize(), embd: p.Embeddings}
+	if p.Embeddings && p.Pooling == PoolingModel && C.llama_pooling_type(c) == C.LLAMA_POOLING_TYPE_NONE {
+		// A generative model has no pooling of its own: use mean pooling.
+		ctx.Close()
+		p.Pooling = PoolingMean
+		return m.NewContext(p)
+	}
+	return ctx, nil
+}
+
+// Close frees the context and its KV memory.
+func (c *Context) Close() {
+	if c == nil || c.c == nil {
+		return
+	}
+	C.llama_free(c.c)
+	c.c = nil
+}
+
+// Model is the model the context was made from.
+func (c *Context) Model() *Model { return c.model }
+
+// NumCtx is the total KV memory in tokens.
+func (c *Context) NumCtx() int { return int(C.llama_n_ctx(c.c)) }
+
+// NumCtxSeq is the most tokens one sequence may hold.
+func (c *Context) NumCtxSeq() int { return int(C.llama_n_ctx_seq(c.c)) }
+
+// NumBatch is the most tokens one Decode may take.
+func (c *Context) NumBatch() int { return int(C.llama_n_batch(c.c)) }
+
+// NumSeqMax is the number of sequences the context holds.
+func (c *Context) NumSeqMax() int { return int(C.llama_n_seq_max(c.c)) }
+
+// Decode evaluates a batch. On success the logits (or embeddings) of the
+// batch's output tokens are available until the next Decode.
+func (c *Context) Decode(b *Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	b.c.n_tokens = C.int32_t(b.n)
+	rc := C.llama_decode(c.c, b.c)
+	switch {
+	case rc == 0:
+		return nil
+	case rc == 1:
+		return ErrNoKVSpace
+	case rc == 2:
+		return errors.New("decode aborted")
+	default:
+		return fmt.Errorf("decode of %d tokens failed (llama_decode returned %d): %s", b.Len(), int(rc), strings.Join(takeLogErrors(), "; "))
+	}
+}
+
+// Logits are the next-token logits for output i of the last batch (the
+// i-th token added with logits=true counts by its batch index). The slice
+// points into llama.cpp's buffer and is valid until the next Decode.
+func (c *Context) Logits(i int) []float32 {
+	p := C.llama_get_logits_ith(c.c, C.int32_t(i))
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(p)), c.nVoc)
+}
+
+// Embeddings is the pooled, L2-normalised embedding of a sequence after a
+// Decode on a context made with Embeddings set.
+func (c *Context) Embeddings(seq int) ([]float32, error) {
+	p := C.llama_get_embeddings_seq(c.c, C.llama_seq_id(seq))
+	if p == nil {
+		return nil, fmt.Errorf("no embeddings for sequence %d", seq)
+	}
+	n := int(C.llama_model_n_embd(c.model.c))
+	if k := int(C.llama_model_n_cls_out(c.model.c)); C.llama_pooling_type(c.c) == C.LLAMA_POOLING_TYPE_RANK && k > 0 {
+		n = k
+	}
+	src := unsafe.Slice((*float32)(unsafe.Pointer(p)), n)
+	out := make([]float32, n)
+	var sum float64
+	for i, v := range src {
+		out[i] = v
+		sum += float64(v) * float64(v)
+	}
+	if sum > 0 {
+		inv := float32(1 / math.Sqrt(sum))
+		for i := range out {
+			out[i] *= inv
+		}
+	}
+	return out, nil
+}
+
+// Memory operations on one sequence's KV cells. Positions are half-open
+// ranges [p0, p1); a negative bound means "from the start" / "to the end".
+
+// SeqRemove drops the sequence's cells in [p0, p1). It fails only for a
+// partial removal the memory cannot do (recurrent models).
+func (c *Context) SeqRemove(seq, p0, p1 int) bool {
+	return bool(C.llama_memory_seq_rm(c.mem, C.llama_seq_id(seq), C.llama_pos(p0), C.llama_pos(p1)))
+}
+
+// SeqCopy makes dst share src's cells in [p0, p1).
+func (c *Context) SeqCopy(src, dst, p0, p1 int) {
+	C.llama_memory_seq_cp(c.mem, C.llama_seq_id(src), C.llama_seq_id(dst), C.llama_pos(p0), C.llama_pos(p1))
+}
+
+// SeqKeep drops every cell that does not belong to seq.
+func (c *Context) SeqKeep(seq int) { C.llama_memory_seq_keep(c.mem, C.llama_seq_id(seq)) }
+
+// SeqShift adds delta to the positions of the sequence's cells in [p0, p1)
+// (a context shift moves the tail left with a negative delta).
+func (c *Context) SeqShift(seq, p0, p1, delta int) {
+	C.llama_memory_seq_add(c.mem, C.llama_seq_id(seq), C.llama_pos(p0), C.llama_pos(p1), C.llama_pos(delta))
+}
+
+// SeqPosMax is the largest position the sequence holds, or -1 when empty.
+func (c *Context) SeqPosMax(seq int) int {
+	return int(C.llama_memory_seq_pos_max(c.mem, C.llama_seq_id(seq)))
+}
+
+// CanShift reports whether the memory supports SeqShift.
+func (c *Context) CanShift() bool { return bool(C.llama_memory_can_shift(c.mem)) }
+
+// ClearMemory empties the KV memory of every sequence.
+func (c *Context) ClearMemory() { C.llama_memory_clear(c.mem, C.bool(true)) }
+
+// Batch is a set of tokens for one Decode, each with a position, one
+// sequence and whether its logits are wanted.
+type Batch struct {
+	c   C.struct_llama_batch
+	n   int
+	cap int
+	tok []C.llama_token
+	pos []C.llama_pos
+	nsq []C.int32_t
+	sq  []*C.llama_seq_id
+	out []C.int8_t
+}
+
+// NewBatch allocates a batch for up to capacity tokens.
+func NewBatch(capacity int) *Batch {
+	b := &Batch{c: C.llama_batch_init(C.int32_t(capacity), 0, 1), cap: capacity}
+	b.tok = unsafe.Slice(b.c.token, capacity)
+	b.pos = unsafe.Slice(b.c.pos, capacity)
+	b.nsq = unsafe.Slice(b.c.n_seq_id, capacity)
+	b.sq = unsafe.Slice(b.c.seq_id, capacity)
+	b.out = unsafe.Slice(b.c.logits, capacity)
+	return b
+}
+
+// Add appends a token and returns its index in the batch (the index to
+// pass to Logits or a sampler). It panics when the batch is full.
+func (b *Batch) Add(t Token, pos, seq int, logits bool) int {
+	if b.n >= b.cap {
+		panic("engine: batch overflow")
+	}
+	i := b.n
+	b.tok[i] = C.llama_token(t)
+	b.pos[i] = C.llama_pos(pos)
+	b.nsq[i] = 1
+	*b.sq[i] = C.llama_seq_id(seq)
+	if logits {
+		b.out[i] = 1
+	} else {
+		b.out[i] = 0
+	}
+	b.n++
+	return i
+}
+
+// Len is the number of tokens in the batch.
+func (b *Batch) Len() int { return b.n }
+
+// Cap is the batch's capacity.
+func (b *Batch) Cap() int { return b.cap }
+
+// Clear empties the batch for reuse.
+func (b *Batch) Clear() { b.n = 0 }
+
+// Close frees the batch.
+func (b *Batch) Close() {
+	if b.cap > 0 {
+		C.llama_batch_free(b.c)
+		b.cap, b.n = 0, 0
+	}
+}

@@ -1,0 +1,228 @@
+package engine
+
+// #include <stdlib.h>
+// #include <stdint.h>
+// #include "llama.h"
+//
+// extern _Bool tadpoleProgress(float progress, void *user);
+// static void tadpole_set_progress(struct llama_model_params *p, uintptr_t h) {
+//     p->progress_callback = (llama_progress_callback)tadpoleProgress;
+//     p->progress_callback_user_data = (void *)h;
+// }
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime/cgo"
+	"strings"
+	"unsafe"
+
+	"github.com/tadpole-llm/tadpole/models/gguf"
+)
+
+// Load errors. Each failure to load a model wraps exactly one of these, so
+// callers can map them to a status code with errors.Is.
+var (
+	ErrModelNotFound = errors.New("model file not found")
+	ErrNotGGUF       = gguf.ErrNotGGUF
+	ErrUnsupported   = gguf.ErrUnsupportedVersion
+	ErrLoadFailed    = errors.New("llama.cpp could not load the model")
+	ErrLoadCancelled = errors.New("model load cancelled")
+)
+
+// ModelParams are the load-time options of a model. The zero value loads
+// the whole model on the CPU with mmap.
+type ModelParams struct {
+	// GPULayers is the number of layers to offload; negative means all.
+	GPULayers int
+	// MainGPU is the device used when the model is not split.
+	MainGPU int
+	// TensorSplit is the proportion of the model for each GPU (nil: even).
+	TensorSplit []float32
+	// NoMMap reads the weights into memory instead of mapping the file.
+	NoMMap bool
+	// MLock keeps the weights resident in RAM.
+	MLock bool
+	// VocabOnly loads the vocabulary and metadata only, no weights.
+	VocabOnly bool
+	// Progress, if set, is called with values from 0 to 1 during the load;
+	// returning false aborts the load with ErrLoadCancelled.
+	Progress func(progress float32) bool
+}
+
+// Model is a loaded GGUF model. It is safe for concurrent use: contexts
+// made from it share the weights read-only.
+type Model struct {
+	c     *C.struct_llama_model
+	vocab *C.struct_llama_vocab
+	path  string
+	Meta  Metadata
+	// GGUF is the file's metadata with typed values, read before loading.
+	GGUF *gguf.File
+}
+
+//export tadpoleProgress
+func tadpoleProgress(progress C.float, user unsafe.Pointer) C._Bool {
+	f := cgo.Handle(uintptr(user)).Value().(func(float32) bool)
+	return C._Bool(f(float32(progress)))
+}
+
+// LoadModel loads the GGUF file at path. A missing file, a file that is
+// not GGUF and a GGUF version llama.cpp no longer reads each give their own
+// error; a failed load leaves nothing allocated.
+func LoadModel(path string, p ModelParams) (*Model, error) {
+	Init("")
+	gf, err := checkFile(path)
+	if err != nil {
+		return nil, err
+	}
+	mp := C.llama_model_default_params()
+	if p.GPULayers < 0 {
+		mp.n_gpu_layers = 999
+	} else {
+		mp.n_gpu_layers = C.int32_t(p.GPULayers)
+	}
+	mp.main_gpu = C.int32_t(p.MainGPU)
+	mp.use_mmap = C.bool(!p.NoMMap)
+	mp.use_mlock = C.bool(p.MLock)
+	mp.vocab_only = C.bool(p.VocabOnly)
+	if len(p.TensorSplit) > 0 {
+		max := int(C.llama_max_devices())
+		split := unsafe.Slice((*C.float)(C.calloc(C.size_t(max), C.sizeof_float)), max)
+		defer C.free(unsafe.Pointer(&split[0]))
+		for i := 0; i < len(p.TensorSplit) && i < max; i++ {
+			split[i] = C.float(p.TensorSplit[i])
+		}
+		mp.tensor_split = &split[0]
+	}
+	cancelled := false
+	if p.Progress != nil {
+		h := cgo.NewHandle(func(f float32) bool {
+			ok := p.Progress(f)
+			cancelled = cancelled || !ok
+			return ok
+		})
+		defer h.Delete()
+		C.tadpole_set_progress(&mp, C.uintptr_t(h))
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	takeLogErrors()
+	c := C.llama_model_load_from_file(cpath, mp)
+	if c == nil {
+		if cancelled {
+			return nil, fmt.Errorf("load %s: %w", path, ErrLoadCancelled)
+		}
+		detail := strings.Join(takeLogErrors(), "; ")
+		if detail == "" {
+			detail = "see the server log"
+		}
+		return nil, fmt.Errorf("load %s: %w: %s", path, ErrLoadFailed, detail)
+	}
+	m := &Model{c: c, vocab: C.llama_model_get_vocab(c), path: path, GGUF: gf}
+	m.Meta = m.readMetadata()
+	return m, nil
+}
+
+// checkFile gives a missing, non-GGUF or too-old file its own error before
+// llama.cpp sees it, and returns the file's GGUF metadata.
+func checkFile(path string) (*gguf.File, error) {
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("load %s: %w", path, ErrModelNotFound)
+		}
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	f, err := gguf.Open(path) // its errors name the path
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	return f, nil
+}
+
+// Close frees the model's weights. Contexts made from it must be closed
+// first.
+func (m *Model) Close() {
+	if m == nil || m.c == nil {
+		return
+	}
+	C.llama_model_free(m.c)
+	m.c = nil
+	m.vocab = nil
+}
+
+// Path is the file the model was loaded from.
+func (m *Model) Path() string { return m.path }
+
+// Metadata describes a model. KV holds every GGUF key/value as llama.cpp
+// renders it (arrays are summarised, e.g. "arr[str,512]"); Model.GGUF has
+// the typed values.
+type Metadata struct {
+	Architecture  string
+	Name          string
+	Description   string // llama.cpp's one-line description
+	ParameterSize uint64
+	SizeBytes     uint64
+	FileType      string // quantization, e.g. "Q4_0", "F16"
+	ContextLength int
+	EmbeddingLen  int
+	Layers        int
+	Heads         int
+	HeadsKV       int
+	VocabSize     int
+	ChatTemplate  string
+	KV            map[string]string
+}
+
+func (m *Model) readMetadata() Metadata {
+	// Shapes come from the GGUF header: llama.cpp's per-layer getters abort
+	// on a vocab-only model.
+	g := m.GGUF
+	archInt := func(k string) int { n, _ := g.ArchUint(k); return int(n) }
+	md := Metadata{
+		Architecture:  g.Architecture(),
+		Name:          g.Name(),
+		ParameterSize: g.ParameterCount(),
+		SizeBytes:     uint64(C.llama_model_size(m.c)),
+		FileType:      "unknown",
+		ContextLength: int(g.ContextLength()),
+		EmbeddingLen:  archInt("embedding_length"),
+		Layers:        archInt("block_count"),
+		Heads:         archInt("attention.head_count"),
+		HeadsKV:       archInt("attention.head_count_kv"),
+		VocabSize:     int(C.llama_vocab_n_tokens(m.vocab)),
+		KV:            map[string]string{},
+	}
+	if ft, ok := g.FileType(); ok {
+		md.FileType = ft.String()
+	}
+	if md.HeadsKV == 0 {
+		md.HeadsKV = md.Heads
+	}
+	buf := make([]byte, 4096)
+	str := func(f func(*C.char, C.size_t) C.int32_t) string {
+		for {
+			n := int(f((*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf))))
+			if n < 0 {
+				return ""
+			}
+			if n < len(buf) {
+				return string(buf[:n])
+			}
+			buf = make([]byte, n+1)
+		}
+	}
+	md.Description = str(func(b *C.char, n C.size_t) C.int32_t { return C.llama_model_desc(m.c, b, n) })
+	count := int(C.llama_model_meta_count(m.c))
+	for i := 0; i < count; i++ {
+		k := str(func(b *C.char, n C.size_t) C.int32_t { return C.llama_model_meta_key_by_index(m.c, C.int32_t(i), b, n) })
+		v := str(func(b *C.char, n C.size_t) C.int32_t { return C.llama_model_meta_val_str_by_index(m.c, C.int32_t(i), b, n) })
+		md.KV[k] = v
+	}
+	if t := C.llama_model_chat_template(m.c, nil); t != nil {
+		md.ChatTemplate = C.GoString(t)
+	}
+	return md
+}

@@ -1,0 +1,16 @@
+// Package runner is Tadpole's continuous-batching generation loop: one
+// llama.cpp context per loaded model instance, shared by N slots (parallel
+// sequences) in one unified KV cache, and one goroutine that builds every
+// batch.
+//
+// Each step puts one token of every generating slot plus chunks of waiting
+// prompts (chunked prefill, bounded by n_batch) into a single batch,
+// decodes once, samples every slot with its own sampler chain and hands
+// the text to each request's stream. Requests join and leave between
+// steps; a slot keeps its tokens and KV after a request ends, so the next
+// request sharing a prefix skips that part of the prefill.
+//
+// The runner is the only generation path: every API dialect goes through
+// it. It knows nothing about HTTP; it never drops an accepted request: a
+// request that finds no free slot waits for one.
+package runner

@@ -1,0 +1,280 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/engine"
+)
+
+// Config sizes a runner.
+type Config struct {
+	// Parallel is the number of slots (sequences decoded together).
+	Parallel int
+	// NumCtx is each slot's context in tokens; the KV cache holds
+	// Parallel × NumCtx tokens.
+	NumCtx int
+	// NumBatch bounds the tokens of one decode step (default 512).
+	NumBatch  int
+	Threads   int
+	FlashAttn engine.FlashAttention
+	KVType    string
+}
+
+// Request is one generation. Prompt holds the already templated and
+// tokenized prompt.
+type Request struct {
+	Prompt   []engine.Token
+	Sampling engine.SamplerParams
+	// NumPredict limits the generated tokens: -1 (or 0 before defaults
+	// are applied by the caller) unlimited, -2 until the context is full.
+	NumPredict int
+	// NumKeep is how many tokens from the start survive truncation and
+	// context shifts.
+	NumKeep int
+	Stop    []string
+	// NoTruncate refuses a prompt longer than the context instead of
+	// dropping tokens from its front.
+	NoTruncate bool
+	// NoShift ends generation with "length" when the context is full
+	// instead of dropping the oldest half.
+	NoShift bool
+}
+
+// Stats are a request's counters and timings, in Ollama's terms.
+type Stats struct {
+	PromptTokens       int // tokens of the (possibly truncated) prompt
+	PromptEvalCount    int // prompt tokens evaluated (cache hits excluded)
+	PromptEvalDuration time.Duration
+	EvalCount          int // generated tokens
+	EvalDuration       time.Duration
+	CachedTokens       int // prompt tokens reused from a slot's cache
+}
+
+// Event is one piece of a request's output. The last event has Done set,
+// a DoneReason ("stop", "length" or "cancel") or an Err, the statistics
+// and the full token sequence (prompt and output) for Ollama's context.
+type Event struct {
+	Text       string
+	Done       bool
+	DoneReason string
+	Err        error
+	Stats      Stats
+	Tokens     []engine.Token
+}
+
+// ErrClosed is returned for requests to a runner that was closed.
+var ErrClosed = errors.New("runner closed")
+
+// Runner owns one context over a model and its decode loop.
+type Runner struct {
+	model *engine.Model
+	ctx   *engine.Context
+	cfg   Config
+	batch *engine.Batch
+	slots []*slot
+
+	mu      sync.Mutex
+	waiting []*request
+	closed  bool
+	wake    chan struct{}
+	done    chan struct{}
+}
+
+type request struct {
+	Request
+	ctx    context.Context
+	stream *stream
+	queued time.Time
+}
+
+// New creates a runner over a loaded model and starts its loop.
+func New(m *engine.Model, cfg Config) (*Runner, error) {
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = 1
+	}
+	if cfg.NumCtx <= 0 {
+		cfg.NumCtx = 2048
+	}
+	if cfg.NumBatch <= 0 {
+		cfg.NumBatch = 512
+	}
+	ctx, err := m.NewContext(engine.ContextParams{
+		NumCtx:    cfg.NumCtx * cfg.Parallel,
+		NumBatch:  cfg.NumBatch,
+		NumSeqMax: cfg.Parallel,
+		Threads:   cfg.Threads,
+		FlashAttn: cfg.FlashAttn,
+		KVType:    cfg.KVType,
+		KVUnified: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{
+		model: m, ctx: ctx, cfg: cfg,
+		batch: engine.NewBatch(cfg.NumBatch),
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
+	}
+	for i := 0; i < cfg.Parallel; i++ {
+		r.slots = append(r.slots, &slot{id: i})
+	}
+	go r.loop()
+	return r, nil
+}
+
+// Model is the runner's model.
+func (r *Runner) Model() *engine.Model { return r.model }
+
+// Config is the runner's configuration with defaults applied.
+func (r *Runner) Config() Config { return r.cfg }
+
+// Generate queues a request and returns its events. The channel is closed
+// after the final event. Cancelling ctx ends the request before the next
+// decode step; its final event then has DoneReason "cancel".
+func (r *Runner) Generate(ctx context.Context, req Request) (<-chan Event, error) {
+	if len(req.Prompt) == 0 {
+		return nil, errors.New("empty prompt")
+	}
+	if len(req.Prompt) >= r.cfg.NumCtx && req.NoTruncate {
+		return nil, fmt.Errorf("prompt of %d tokens does not fit the context of %d tokens", len(req.Prompt), r.cfg.NumCtx)
+	}
+	for _, t := range req.Prompt {
+		if t < 0 || int(t) >= r.model.VocabSize() {
+			return nil, fmt.Errorf("token %d is not in the vocabulary (0..%d)", t, r.model.VocabSize()-1)
+		}
+	}
+	sr := &request{Request: req, ctx: ctx, stream: newStream(ctx.Done()), queued: time.Now()}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	r.waiting = append(r.waiting, sr)
+	r.mu.Unlock()
+	r.signal()
+	return sr.stream.out, nil
+}
+
+// Busy is the number of requests running or waiting.
+func (r *Runner) Busy() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.waiting)
+	for _, s := range r.slots {
+		if s.req != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Close stops the loop, ends every request with ErrClosed and frees the
+// context. The model stays loaded.
+func (r *Runner) Close() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		<-r.done
+		return
+	}
+	r.closed = true
+	r.mu.Unlock()
+	r.signal()
+	<-r.done
+}
+
+func (r *Runner) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Runner) loop() {
+	defer close(r.done)
+	defer func() {
+		r.batch.Close()
+		r.ctx.Close()
+	}()
+	for {
+		r.mu.Lock()
+		closed := r.closed
+		r.mu.Unlock()
+		if closed {
+			r.shutdown()
+			return
+		}
+		r.admit()
+		if !r.step() {
+			<-r.wake // idle until a request arrives
+		}
+	}
+}
+
+// shutdown ends every waiting and running request.
+func (r *Runner) shutdown() {
+	r.mu.Lock()
+	waiting := r.waiting
+	r.waiting = nil
+	r.mu.Unlock()
+	for _, q := range waiting {
+		q.stream.send(Event{Done: true, Err: ErrClosed})
+	}
+	for _, s := range r.slots {
+		if s.req != nil {
+			r.finish(s, "", ErrClosed)
+		}
+	}
+}
+
+// admit moves waiting requests into free slots, oldest first, each into
+// the free slot whose cached tokens share the longest prefix with its
+// prompt.
+func (r *Runner) admit() {
+	for {
+		r.mu.Lock()
+		if len(r.waiting) == 0 {
+			r.mu.Unlock()
+			return
+		}
+		q := r.waiting[0]
+		var best *slot
+		bestN := -1
+		for _, s := range r.slots {
+			if s.req != nil {
+				continue
+			}
+			if n := commonPrefix(s.cache, q.Prompt); n > bestN {
+				best, bestN = s, n
+			}
+		}
+		if best == nil {
+			r.mu.Unlock()
+			return
+		}
+		r.waiting = r.waiting[1:]
+		if q.ctx.Err() != nil {
+			r.mu.Unlock()
+			q.stream.send(Event{Done: true, DoneReason: "cancel", Err: q.ctx.Err()})
+			continue
+		}
+		best.req = q // under r.mu: Busy reads it
+		r.mu.Unlock()
+		if err := r.start(best, q); err != nil {
+			r.finish(best, "", err)
+		}
+	}
+}
+
+func commonPrefix(a, b []engine.Token) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}

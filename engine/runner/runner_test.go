@@ -1,0 +1,400 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+)
+
+// storiesContinuation is stories260K's greedy continuation of "Once upon a
+// time" (see models/testdata/NOTICE).
+const storiesContinuation = ", there was a little girl named Lily. She loved to play outside in the park."
+
+func loadModel(t testing.TB, file string) *engine.Model {
+	t.Helper()
+	m, err := engine.LoadModel(testmodels.Testdata(file), engine.ModelParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+func newRunner(t testing.TB, m *engine.Model, cfg Config) *Runner {
+	t.Helper()
+	r, err := New(m, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+func tokenize(t testing.TB, m *engine.Model, s string) []engine.Token {
+	t.Helper()
+	toks, err := m.Tokenize(s, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return toks
+}
+
+type result struct {
+	text   string
+	pieces []string
+	last   Event
+}
+
+func collect(t testing.TB, events <-chan Event) result {
+	t.Helper()
+	var res result
+	for ev := range events {
+		if ev.Text != "" {
+			res.pieces = append(res.pieces, ev.Text)
+			res.text += ev.Text
+		}
+		if ev.Done {
+			res.last = ev
+		}
+	}
+	if !res.last.Done {
+		t.Fatal("stream closed without a final event")
+	}
+	return res
+}
+
+func run(t testing.TB, r *Runner, req Request) result {
+	t.Helper()
+	events, err := r.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := collect(t, events)
+	if res.last.Err != nil {
+		t.Fatal(res.last.Err)
+	}
+	return res
+}
+
+func TestGreedyStories(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	r := newRunner(t, m, Config{Parallel: 2, NumCtx: 256})
+	res := run(t, r, Request{Prompt: tokenize(t, m, "Once upon a time"), NumPredict: 30})
+	if !strings.HasPrefix(res.text, storiesContinuation) {
+		t.Fatalf("greedy continuation = %q, want prefix %q", res.text, storiesContinuation)
+	}
+	st := res.last.Stats
+	if res.last.DoneReason != "length" || st.EvalCount != 30 || st.PromptEvalCount != 5 || st.PromptTokens != 5 {
+		t.Fatalf("final event = %+v", res.last)
+	}
+	if st.PromptEvalDuration <= 0 || st.EvalDuration <= 0 {
+		t.Fatalf("durations not measured: %+v", st)
+	}
+	if len(res.last.Tokens) != 35 {
+		t.Fatalf("context has %d tokens, want 35", len(res.last.Tokens))
+	}
+}
+
+func TestBigramChatModel(t *testing.T) {
+	path := t.TempDir() + "/bigram.gguf"
+	if err := testmodels.WriteBigram(path); err != nil {
+		t.Fatal(err)
+	}
+	m, err := engine.LoadModel(path, engine.ModelParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	r := newRunner(t, m, Config{Parallel: 2, NumCtx: 128})
+	prompt, err := m.ApplyChatTemplate("", []engine.ChatMessage{{Role: "user", Content: "Hi"}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := m.Tokenize(prompt, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, r, Request{Prompt: toks, NumPredict: 50})
+	if res.text != testmodels.BigramAnswer || res.last.DoneReason != "stop" {
+		t.Fatalf("answer %q (%s), want %q (stop)", res.text, res.last.DoneReason, testmodels.BigramAnswer)
+	}
+	res = run(t, r, Request{Prompt: tokenize(t, m, testmodels.CountPrompt), NumPredict: 50})
+	if res.text != testmodels.CountAnswer || res.last.DoneReason != "stop" {
+		t.Fatalf("count %q (%s), want %q (stop)", res.text, res.last.DoneReason, testmodels.CountAnswer)
+	}
+}
+
+// Determinism under batching: with greedy sampling, 8 concurrent requests
+// produce exactly what each produces alone.
+func TestDeterminismUnderBatching(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	r := newRunner(t, m, Config{Parallel: 8, NumCtx: 256})
+	prompts := []string{
+		"Once upon a time", "The little dog", "One day, a girl named Sue", "Tom and his mom went",
+		"The sun was", "There was a big tree", "Lily wanted to", "The cat saw a bird and",
+	}
+	alone := make([]string, len(prompts))
+	for i, p := range prompts {
+		alone[i] = run(t, r, Request{Prompt: tokenize(t, m, p), NumPredict: 40}).text
+	}
+	// Fresh runner so no prefix cache is involved in the comparison.
+	r2 := newRunner(t, m, Config{Parallel: 8, NumCtx: 256})
+	together := make([]string, len(prompts))
+	var wg sync.WaitGroup
+	for i, p := range prompts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			together[i] = run(t, r2, Request{Prompt: tokenize(t, m, p), NumPredict: 40}).text
+		}()
+	}
+	wg.Wait()
+	for i := range prompts {
+		if alone[i] != together[i] {
+			t.Errorf("prompt %q:\nalone    %q\nbatched  %q", prompts[i], alone[i], together[i])
+		}
+		if alone[i] == "" {
+			t.Errorf("prompt %q produced nothing", prompts[i])
+		}
+	}
+}
+
+func TestPrefixCache(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	r := newRunner(t, m, Config{Parallel: 2, NumCtx: 512})
+	shared := strings.Repeat("Once upon a time, there was a little girl named Lily. She loved to play outside. ", 4)
+	first := tokenize(t, m, shared+"One day she saw a cat.")
+	res := run(t, r, Request{Prompt: first, NumPredict: 4})
+	if res.last.Stats.PromptEvalCount != len(first) {
+		t.Fatalf("first request evaluated %d of %d prompt tokens", res.last.Stats.PromptEvalCount, len(first))
+	}
+	second := tokenize(t, m, shared+"The dog ran to the park and barked.")
+	common := 0
+	for common < len(first) && first[common] == second[common] {
+		common++
+	}
+	res = run(t, r, Request{Prompt: second, NumPredict: 4})
+	got, want := res.last.Stats.PromptEvalCount, len(second)-common
+	if got < want || got > want+1 {
+		t.Fatalf("second request evaluated %d prompt tokens, want %d (+1) of %d", got, want, len(second))
+	}
+	if res.last.Stats.CachedTokens < common-1 {
+		t.Fatalf("cached %d tokens, want about %d", res.last.Stats.CachedTokens, common)
+	}
+	// The same prompt again reuses everything but the last token.
+	res = run(t, r, Request{Prompt: second, NumPredict: 4})
+	if res.last.Stats.PromptEvalCount != 1 {
+		t.Fatalf("repeated prompt evaluated %d tokens, want 1", res.last.Stats.PromptEvalCount)
+	}
+	// Reuse does not change the output.
+	fresh := newRunner(t, m, Config{Parallel: 1, NumCtx: 512})
+	if a, b := run(t, fresh, Request{Prompt: second, NumPredict: 16}).text, run(t, r, Request{Prompt: second, NumPredict: 16}).text; a != b {
+		t.Fatalf("cached prefix changed the output:\nfresh  %q\ncached %q", a, b)
+	}
+}
+
+func TestCancellationFreesSlots(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	r := newRunner(t, m, Config{Parallel: 4, NumCtx: 256})
+	prompt := tokenize(t, m, "Once upon a time")
+	run(t, r, Request{Prompt: prompt, NumPredict: 2}) // warm up
+	before := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithCancel(context.Background())
+			events, err := r.Generate(ctx, Request{Prompt: prompt, NumPredict: -1, Sampling: engine.SamplerParams{Temperature: 1, Seed: int64(i)}})
+			if err != nil {
+				t.Error(err)
+				cancel()
+				return
+			}
+			got := 0
+			for ev := range events {
+				if ev.Text != "" {
+					got++
+					if got == 3 {
+						cancel()
+					}
+				}
+				if ev.Done && ev.DoneReason != "cancel" && ev.Err == nil {
+					t.Errorf("unlimited request ended with %q", ev.DoneReason)
+				}
+			}
+			cancel()
+		}()
+	}
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.Busy() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := r.Busy(); n != 0 {
+		t.Fatalf("%d requests still hold slots after cancellation", n)
+	}
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("goroutines: %d before, %d after", before, n)
+	}
+	// The runner still serves correctly.
+	if res := run(t, r, Request{Prompt: prompt, NumPredict: 30}); !strings.HasPrefix(res.text, storiesContinuation) {
+		t.Fatalf("after cancellations: %q", res.text)
+	}
+}
+
+func TestStopStrings(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	r := newRunner(t, m, Config{Parallel: 2, NumCtx: 256})
+	prompt := tokenize(t, m, "Once upon a time")
+	// "tle gi" starts inside " little" and ends inside " girl".
+	for _, tc := range []struct{ stop, want string }{
+		{"tle gi", ", there was a lit"},
+		{"girl named", ", there was a little "},
+		{"Lily.", ", there was a little girl named "},
+		{", there", ""},
+	} {
+		res := run(t, r, Request{Prompt: prompt, NumPredict: 40, Stop: []string{"never", tc.stop}})
+		if res.text != tc.want || res.last.DoneReason != "stop" {
+			t.Errorf("stop %q: got %q (%s), want %q", tc.stop, res.text, res.last.DoneReason, tc.want)
+		}
+		for _, p := range res.pieces {
+			if strings.Contains(p, tc.stop) {
+				t.Errorf("stop %q: a streamed piece contains it: %q", tc.stop, p)
+			}
+		}
+	}
+}
+
+func TestContextShiftAndTruncation(t *testing.T) {
+	m := loadModel(t, "stories260Ktok512.gguf") // trained context 128
+	if m.Meta.ContextLength != 128 {
+		t.Fatalf("context length %d, want 128", m.Meta.ContextLength)
+	}
+	r := newRunner(t, m, Config{Parallel: 2, NumCtx: 128})
+	prompt := tokenize(t, m, "Once upon a time")
+
+	// Unlimited context: shifting lets generation run past 128 tokens.
+	res := run(t, r, Request{Prompt: prompt, NumPredict: 300, NumKeep: 4})
+	if res.last.DoneReason != "length" || res.last.Stats.EvalCount != 300 {
+		t.Fatalf("with shift: %s after %d tokens, want length after 300", res.last.DoneReason, res.last.Stats.EvalCount)
+	}
+	// No shift: stops when the context is full. The last token is sampled
+	// from the logits of position 127 and needs no room of its own.
+	full := 128 - len(prompt) + 1
+	res = run(t, r, Request{Prompt: prompt, NumPredict: 300, NoShift: true})
+	if res.last.DoneReason != "length" || res.last.Stats.EvalCount != full {
+		t.Fatalf("without shift: %s after %d tokens, want length after %d", res.last.DoneReason, res.last.Stats.EvalCount, full)
+	}
+	// -2 fills the context and stops.
+	res = run(t, r, Request{Prompt: prompt, NumPredict: -2})
+	if res.last.DoneReason != "length" || res.last.Stats.EvalCount != full {
+		t.Fatalf("num_predict -2: %s after %d tokens", res.last.DoneReason, res.last.Stats.EvalCount)
+	}
+	// A prompt longer than the context is truncated from the front,
+	// keeping num_keep tokens, unless truncation is refused.
+	long := tokenize(t, m, strings.Repeat("The cat sat on the mat. ", 30))
+	if len(long) <= 128 {
+		t.Fatalf("long prompt has only %d tokens", len(long))
+	}
+	res = run(t, r, Request{Prompt: long, NumPredict: 8, NumKeep: 5})
+	if res.last.Stats.PromptTokens >= 128 || res.last.Stats.EvalCount != 8 {
+		t.Fatalf("truncated prompt: %+v", res.last.Stats)
+	}
+	if got := res.last.Tokens[:5]; fmt.Sprint(got) != fmt.Sprint(long[:5]) {
+		t.Fatalf("num_keep tokens not kept: %v vs %v", got, long[:5])
+	}
+	if _, err := r.Generate(context.Background(), Request{Prompt: long, NoTruncate: true}); err == nil {
+		t.Fatal("a prompt longer than the context was accepted with truncation refused")
+	}
+	// The 2048-context model with a small slot context behaves the same.
+	m2 := loadModel(t, "stories260K.gguf")
+	r2 := newRunner(t, m2, Config{Parallel: 1, NumCtx: 64})
+	res = run(t, r2, Request{Prompt: prompt, NumPredict: 100})
+	if res.last.Stats.EvalCount != 100 {
+		t.Fatalf("2048-context model with a 64-token slot: %d tokens", res.last.Stats.EvalCount)
+	}
+}
+
+func TestEdgeCases(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	r := newRunner(t, m, Config{Parallel: 2, NumCtx: 128})
+	prompt := tokenize(t, m, "Once upon a time")
+	res := run(t, r, Request{Prompt: prompt, NumPredict: 0})
+	if res.text != "" || res.last.DoneReason != "length" || res.last.Stats.PromptEvalCount == 0 {
+		t.Fatalf("num_predict 0: %q %+v", res.text, res.last)
+	}
+	if _, err := r.Generate(context.Background(), Request{}); err == nil {
+		t.Fatal("empty prompt accepted")
+	}
+	if _, err := r.Generate(context.Background(), Request{Prompt: []engine.Token{1, 99999}}); err == nil {
+		t.Fatal("out-of-vocabulary token accepted")
+	}
+	// More requests than slots all complete.
+	var wg sync.WaitGroup
+	for i := 0; i < 7; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res := run(t, r, Request{Prompt: prompt, NumPredict: 30}); !strings.HasPrefix(res.text, storiesContinuation) {
+				t.Errorf("queued request: %q", res.text)
+			}
+		}()
+	}
+	wg.Wait()
+	// A cancelled request that never got a slot ends with "cancel".
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	events, err := r.Generate(ctx, Request{Prompt: prompt, NumPredict: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range events {
+		if ev.Done && ev.DoneReason != "cancel" {
+			t.Fatalf("cancelled request: %+v", ev)
+		}
+	}
+}
+
+func TestStopMatcher(t *testing.T) {
+	for _, tc := range []struct {
+		stops  []string
+		pieces []string
+		want   string
+		hit    bool
+	}{
+		{[]string{"END"}, []string{"ab", "cE", "N", "D more"}, "abc", true},
+		{[]string{"END"}, []string{"ab", "cE", "N", "x"}, "abcENx", false},
+		{[]string{"xyz", "c"}, []string{"ab", "cd"}, "ab", true},
+		{nil, []string{"a", "b"}, "ab", false},
+		{[]string{"ü!"}, []string{"gr", "ü", "n"}, "grün", false},
+	} {
+		m := stopMatcher{stops: tc.stops}
+		var out string
+		hit := false
+		for _, p := range tc.pieces {
+			o, h := m.push(p)
+			out += o
+			if h {
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			out += m.flush()
+		}
+		if out != tc.want || hit != tc.hit {
+			t.Errorf("%v %v: got %q %v, want %q %v", tc.stops, tc.pieces, out, hit, tc.want, tc.hit)
+		}
+	}
+}

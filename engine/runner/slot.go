@@ -1,0 +1,220 @@
+package runner
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/engine"
+)
+
+// slot is one sequence of the shared context. Its cache mirrors exactly
+// the tokens whose KV the sequence holds (positions 0..len-1) and survives
+// the request that filled it, for prefix reuse.
+type slot struct {
+	id    int
+	cache []engine.Token
+	req   *request
+
+	prompt     []engine.Token // the request's prompt after truncation
+	sampler    *engine.Sampler
+	pending    engine.Token // sampled, not yet decoded
+	hasPending bool
+	outIdx     int // batch index of this slot's logits in the current step
+	generated  []engine.Token
+	detok      engine.Detokenizer
+	stop       stopMatcher
+	stats      Stats
+}
+
+// start prepares a slot for a request: truncates the prompt if it does not
+// fit, reuses the longest cached prefix and builds the sampler.
+func (r *Runner) start(s *slot, q *request) error {
+	prompt := q.Prompt
+	nctx := r.cfg.NumCtx
+	keep := min(max(q.NumKeep, 0), nctx/2)
+	if len(prompt) >= nctx {
+		// Keep the first num_keep tokens and drop the oldest after them so
+		// that half of what is left of the context is free to generate in.
+		target := keep + (nctx-keep)/2
+		drop := len(prompt) - target
+		t := append(append(make([]engine.Token, 0, target), prompt[:keep]...), prompt[keep+drop:]...)
+		slog.Warn("prompt truncated to fit the context", "slot", s.id, "prompt_tokens", len(prompt), "num_ctx", nctx, "num_keep", keep, "kept", len(t))
+		prompt = t
+	}
+	smp, err := r.model.NewSampler(q.Sampling)
+	if err != nil {
+		return err
+	}
+	common := commonPrefix(s.cache, prompt)
+	if common == len(prompt) {
+		common-- // the last prompt token is evaluated again for its logits
+	}
+	if common < len(s.cache) && !r.ctx.SeqRemove(s.id, common, -1) {
+		r.ctx.SeqRemove(s.id, -1, -1)
+		common = 0
+	}
+	s.cache = s.cache[:common]
+	if common > 0 {
+		slog.Debug("prompt cache hit", "slot", s.id, "reused_tokens", common, "prompt_tokens", len(prompt))
+	}
+	s.prompt = prompt
+	s.sampler = smp
+	s.hasPending = false
+	s.generated = s.generated[:0]
+	s.detok = engine.Detokenizer{}
+	s.stop = stopMatcher{stops: nonEmpty(q.Stop)}
+	s.stats = Stats{PromptTokens: len(prompt), CachedTokens: common}
+	return nil
+}
+
+func nonEmpty(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// step runs one decode step. It reports false when no slot had work.
+func (r *Runner) step() bool {
+	for _, s := range r.slots {
+		if s.req != nil && s.req.ctx.Err() != nil {
+			r.finish(s, "cancel", s.req.ctx.Err())
+		}
+	}
+	r.batch.Clear()
+	var generating, prefilling []*slot
+	// One token for every generating slot.
+	for _, s := range r.slots {
+		s.outIdx = -1
+		if s.req == nil || !s.hasPending {
+			continue
+		}
+		if len(s.cache) >= r.cfg.NumCtx && !r.shift(s) {
+			continue
+		}
+		s.outIdx = r.batch.Add(s.pending, len(s.cache), s.id, true)
+		s.cache = append(s.cache, s.pending)
+		s.hasPending = false
+		generating = append(generating, s)
+	}
+	// Chunks of waiting prompts fill the rest of the batch.
+	for _, s := range r.slots {
+		if s.req == nil || len(s.cache) >= len(s.prompt) || r.batch.Len() >= r.batch.Cap() {
+			continue
+		}
+		for len(s.cache) < len(s.prompt) && r.batch.Len() < r.batch.Cap() {
+			last := len(s.cache) == len(s.prompt)-1
+			i := r.batch.Add(s.prompt[len(s.cache)], len(s.cache), s.id, last)
+			if last {
+				s.outIdx = i
+			}
+			s.cache = append(s.cache, s.prompt[len(s.cache)])
+		}
+		prefilling = append(prefilling, s)
+	}
+	if r.batch.Len() == 0 {
+		return false
+	}
+	t0 := time.Now()
+	err := r.ctx.Decode(r.batch)
+	took := time.Since(t0)
+	if err != nil {
+		slog.Error("decode failed", "tokens", r.batch.Len(), "error", err)
+		for _, s := range append(generating, prefilling...) {
+			r.ctx.SeqRemove(s.id, -1, -1)
+			s.cache = s.cache[:0]
+			r.finish(s, "", fmt.Errorf("decode: %w", err))
+		}
+		return true
+	}
+	for _, s := range generating {
+		s.stats.EvalDuration += took
+	}
+	for _, s := range prefilling {
+		s.stats.PromptEvalDuration += took
+		if s.outIdx >= 0 {
+			s.stats.PromptEvalCount = len(s.prompt) - s.stats.CachedTokens
+		}
+	}
+	for _, s := range r.slots {
+		if s.req != nil && s.outIdx >= 0 {
+			r.sample(s)
+		}
+	}
+	return true
+}
+
+// sample picks a slot's next token and delivers its text.
+func (r *Runner) sample(s *slot) {
+	q := s.req
+	if q.NumPredict == 0 || (q.NumPredict > 0 && len(s.generated) >= q.NumPredict) {
+		r.finish(s, "length", nil)
+		return
+	}
+	t := s.sampler.Sample(r.ctx, s.outIdx)
+	if r.model.IsEOG(t) {
+		r.finish(s, "stop", nil)
+		return
+	}
+	s.generated = append(s.generated, t)
+	s.stats.EvalCount++
+	text, hit := s.stop.push(string(s.detok.Add(r.model.TokenPiece(t, false))))
+	if text != "" {
+		q.stream.send(Event{Text: text})
+	}
+	switch {
+	case hit:
+		r.finish(s, "stop", nil)
+	case q.NumPredict > 0 && len(s.generated) >= q.NumPredict:
+		r.finish(s, "length", nil)
+	default:
+		s.pending, s.hasPending = t, true
+	}
+}
+
+// shift makes room in a full slot by dropping the oldest half of the
+// tokens after num_keep. It ends the request with "length" instead when
+// the request forbids shifting, asked to fill the context (-2), or the
+// memory cannot shift; it reports whether the slot may go on.
+func (r *Runner) shift(s *slot) bool {
+	q := s.req
+	keep := min(max(q.NumKeep, 0), r.cfg.NumCtx/2)
+	discard := (len(s.cache) - keep) / 2
+	if q.NoShift || q.NumPredict == -2 || discard == 0 || !r.ctx.CanShift() {
+		r.finish(s, "length", nil)
+		return false
+	}
+	r.ctx.SeqRemove(s.id, keep, keep+discard)
+	r.ctx.SeqShift(s.id, keep+discard, -1, -discard)
+	s.cache = append(s.cache[:keep], s.cache[keep+discard:]...)
+	slog.Debug("context shift", "slot", s.id, "kept", keep, "discarded", discard)
+	return true
+}
+
+// finish ends a slot's request with a reason or an error and frees the
+// slot; the slot keeps its cache.
+func (r *Runner) finish(s *slot, reason string, err error) {
+	q := s.req
+	if q == nil {
+		return
+	}
+	if reason != "cancel" && err == nil {
+		if tail := s.stop.flush() + string(s.detok.Flush()); tail != "" {
+			q.stream.send(Event{Text: tail})
+		}
+	}
+	tokens := make([]engine.Token, 0, len(s.prompt)+len(s.generated))
+	tokens = append(append(tokens, s.prompt...), s.generated...)
+	q.stream.send(Event{Done: true, DoneReason: reason, Err: err, Stats: s.stats, Tokens: tokens})
+	s.sampler.Close()
+	s.sampler = nil
+	s.hasPending = false
+	r.mu.Lock()
+	s.req = nil
+	r.mu.Unlock()
+	r.signal()
+}

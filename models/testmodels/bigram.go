@@ -1,0 +1,196 @@
+package testmodels
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tadpole-llm/tadpole/models/gguf"
+)
+
+// The bigram model's known greedy answers. A prompt's answer depends only
+// on its last token (see the package documentation).
+const (
+	// BigramName is the bigram model's general.name.
+	BigramName = "Tadpole bigram test model"
+
+	// BigramChatPrompt is the ChatML rendering of one user message "Hi"
+	// with the generation prompt, as the model's chat template gives it.
+	// Any prompt ending in "<|im_start|>assistant\n" (or any newline) is
+	// answered with BigramAnswer.
+	BigramChatPrompt = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+	// BigramAnswer follows a newline: the answer to every chat. Generation
+	// then ends with <|im_end|> (an end-of-generation token).
+	BigramAnswer = "Hello from Tadpole."
+
+	// CountPrompt is continued with CountAnswer, then </s> (EOS).
+	CountPrompt = "one"
+	CountAnswer = " two three four five six seven eight nine ten"
+
+	// HelloPrompt is continued with HelloAnswer, then <|im_end|>.
+	HelloPrompt = "Hello"
+	HelloAnswer = " from Tadpole."
+
+	// ColorPrompt is continued with ColorAnswer, then </s>.
+	ColorPrompt = "red"
+	ColorAnswer = " green blue"
+
+	// LoopPrompt never ends: it is continued with " pong ping pong ..."
+	// until the token limit (see LoopAnswer). For tests of limits,
+	// streaming and cancellation.
+	LoopPrompt = "ping"
+
+	// BigramContextLength is the model's llama.context_length.
+	BigramContextLength = 512
+)
+
+// LoopAnswer is the text of the first n tokens generated after LoopPrompt.
+func LoopAnswer(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i%2 == 0 {
+			b.WriteString(" pong")
+		} else {
+			b.WriteString(" ping")
+		}
+	}
+	return b.String()
+}
+
+// bigramTable lists next(token) for the tokens that do not map to </s>.
+var bigramTable = [][2]string{
+	{"<0x0A>", "Hello"}, // a newline, e.g. the end of "<|im_start|>assistant\n"
+	{"Hello", "▁from"},
+	{"▁Hello", "▁from"},
+	{"▁from", "▁Tadpole"},
+	{"▁Tadpole", "."},
+	{".", ImEndToken},
+	{"▁one", "▁two"},
+	{"▁two", "▁three"},
+	{"▁three", "▁four"},
+	{"▁four", "▁five"},
+	{"▁five", "▁six"},
+	{"▁six", "▁seven"},
+	{"▁seven", "▁eight"},
+	{"▁eight", "▁nine"},
+	{"▁nine", "▁ten"},
+	{"▁ten", EOSToken},
+	{"▁red", "▁green"},
+	{"▁green", "▁blue"},
+	{"▁blue", EOSToken},
+	{"▁ping", "▁pong"},
+	{"▁pong", "▁ping"},
+}
+
+// bigramExtraWords are in the vocabulary so that chat prompts tokenize
+// into whole words; they map to </s>.
+var bigramExtraWords = []string{"▁user", "▁assistant", "▁system", "Hi", "▁Hi"}
+
+// Bigram model hyperparameters.
+const (
+	bigramHeads = 4
+	bigramFF    = 64
+	bigramLogit = 1 // output weight; times the RMS-normed one-hot sqrt(n_embd) ≈ 19
+)
+
+// bigramVocab builds the vocabulary and the next-token map.
+func bigramVocab() (*vocab, map[int]int) {
+	v := newVocab()
+	for _, w := range bigramExtraWords {
+		v.addWord(w)
+	}
+	for _, e := range bigramTable {
+		for _, tok := range e {
+			if _, ok := v.ids[tok]; !ok {
+				v.addWord(tok)
+			}
+		}
+	}
+	next := map[int]int{}
+	for _, e := range bigramTable {
+		next[v.id(e[0])] = v.id(e[1])
+	}
+	return v, next
+}
+
+// BigramTokens is the bigram model's vocabulary (tokenizer.ggml.tokens).
+func BigramTokens() []string {
+	v, _ := bigramVocab()
+	return v.tokens
+}
+
+// Bigram returns the metadata and tensors of the bigram model (see the
+// package documentation), for writing with gguf.Write.
+func Bigram() ([]gguf.KV, []gguf.Tensor) {
+	v, next := bigramVocab()
+	nVocab := len(v.tokens)
+	nEmbd := (nVocab + 63) / 64 * 64 // >= nVocab, so one-hot embeddings fit
+	headDim := nEmbd / bigramHeads
+
+	kvs := []gguf.KV{
+		{Key: "general.architecture", Value: "llama"},
+		{Key: "general.name", Value: BigramName},
+		{Key: "general.description", Value: "Deterministic bigram model for tests: greedy output depends only on the last token."},
+		{Key: "general.file_type", Value: uint32(gguf.FileTypeF32)},
+		{Key: "llama.vocab_size", Value: uint32(nVocab)},
+		{Key: "llama.context_length", Value: uint32(BigramContextLength)},
+		{Key: "llama.embedding_length", Value: uint32(nEmbd)},
+		{Key: "llama.block_count", Value: uint32(1)},
+		{Key: "llama.feed_forward_length", Value: uint32(bigramFF)},
+		{Key: "llama.attention.head_count", Value: uint32(bigramHeads)},
+		{Key: "llama.attention.head_count_kv", Value: uint32(bigramHeads)},
+		{Key: "llama.rope.dimension_count", Value: uint32(headDim)},
+		{Key: "llama.rope.freq_base", Value: float32(10000)},
+		{Key: "llama.attention.layer_norm_rms_epsilon", Value: float32(1e-5)},
+	}
+	kvs = append(kvs, v.kvs()...)
+
+	e := uint64(nEmbd)
+	embd := make([]float32, nVocab*nEmbd)
+	out := make([]float32, nVocab*nEmbd)
+	for i := range nVocab {
+		embd[i*nEmbd+i] = 1
+		n, ok := next[i]
+		if !ok {
+			n = EOSID
+		}
+		out[n*nEmbd+i] = bigramLogit
+	}
+	random := func(name string, rows, cols int) gguf.Tensor {
+		r := tensorRNG(1, name)
+		vals := make([]float32, rows*cols)
+		for i := range vals {
+			vals[i] = 0.05 * r.uniform()
+		}
+		return gguf.Tensor{Name: name, Dims: []uint64{uint64(cols), uint64(rows)}, Type: gguf.F32, Data: encodeF32(vals, gguf.F32)}
+	}
+	zeros := func(name string, rows, cols int) gguf.Tensor {
+		return gguf.Tensor{Name: name, Dims: []uint64{uint64(cols), uint64(rows)}, Type: gguf.F32, Data: make([]byte, 4*rows*cols)}
+	}
+	ones := func(name string) gguf.Tensor {
+		return gguf.Tensor{Name: name, Dims: []uint64{e}, Type: gguf.F32, Data: constF32(nEmbd, 1)}
+	}
+	tensors := []gguf.Tensor{
+		{Name: "token_embd.weight", Dims: []uint64{e, uint64(nVocab)}, Type: gguf.F32, Data: encodeF32(embd, gguf.F32)},
+		ones("blk.0.attn_norm.weight"),
+		random("blk.0.attn_q.weight", nEmbd, nEmbd),
+		random("blk.0.attn_k.weight", nEmbd, nEmbd),
+		random("blk.0.attn_v.weight", nEmbd, nEmbd),
+		zeros("blk.0.attn_output.weight", nEmbd, nEmbd),
+		ones("blk.0.ffn_norm.weight"),
+		random("blk.0.ffn_gate.weight", bigramFF, nEmbd),
+		random("blk.0.ffn_up.weight", bigramFF, nEmbd),
+		zeros("blk.0.ffn_down.weight", nEmbd, bigramFF),
+		ones("output_norm.weight"),
+		{Name: "output.weight", Dims: []uint64{e, uint64(nVocab)}, Type: gguf.F32, Data: encodeF32(out, gguf.F32)},
+	}
+	return kvs, tensors
+}
+
+// WriteBigram writes the bigram model to path.
+func WriteBigram(path string) error {
+	kvs, tensors := Bigram()
+	if err := gguf.WriteFile(path, kvs, tensors); err != nil {
+		return fmt.Errorf("write bigram model: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+// Package testmodels writes small deterministic GGUF models for tests and
+// benchmarks. It is pure Go (no cgo, no engine): the files are meant to be
+// loaded by llama.cpp through the engine.
+//
+// # The bigram model
+//
+// [WriteBigram] writes a tiny llama-architecture model (about 1.3 MB, all
+// F32) whose greedy output is known exactly, so tests can assert on the
+// generated text:
+//
+//   - The ChatML generation prompt ("...<|im_start|>assistant\n") is
+//     answered with [BigramAnswer] and then <|im_end|> (end of
+//     generation; the model carries a ChatML tokenizer.chat_template).
+//   - The prompt [CountPrompt] ("one") continues with [CountAnswer]
+//     (" two three ... ten") and then </s>.
+//   - [HelloPrompt], [ColorPrompt] and [LoopPrompt] give [HelloAnswer],
+//     [ColorAnswer] and the endless [LoopAnswer].
+//   - Any prompt whose last token is not in the table ends at once: the
+//     first generated token is </s> and the answer is empty.
+//
+// How it works: the vocabulary is a SentencePiece ("llama") vocabulary of
+// <unk>, <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, <|im_start|>,
+// <|im_end|> and a few words (with every prefix of each word, so that
+// llama.cpp's SentencePiece merging can build them). The embedding width is
+// at least the vocabulary size and token i embeds as the unit vector e_i.
+// The single transformer block has attn_output and ffn_down all zero, so
+// its residual stream leaves the embedding unchanged whatever attention and
+// the feed-forward gate compute. The output matrix maps e_i to a large
+// logit for next(i) and 0 for every other token, so the greedy next token
+// depends on the current token only: a bigram table. Position, context and
+// sampling seed do not matter; only greedy (temperature 0) decoding gives
+// the exact answers (at higher temperatures the 19-nat logit gap still
+// makes them very likely).
+//
+// # Random-weight models
+//
+// [WriteRandomLlama] writes a llama model of any [Shape] (presets
+// [Llama1B], [Small], [Tiny]) with deterministic pseudo-random weights in
+// F32, F16, Q8_0 or Q4_0, for benchmarks and load tests. Its output is
+// gibberish but finite. Tensor data is streamed to the file, so the 1B
+// Q4_0 model (about 0.6 GB) is written in seconds without being held in
+// memory. Its synthetic SentencePiece vocabulary (special tokens, byte
+// tokens, ChatML tokens and letter sequences closed under prefixes)
+// tokenizes any text.
+//
+// The command scripts/genmodel writes these models from the shell.
+package testmodels

@@ -1,0 +1,75 @@
+// Command genmodel writes the deterministic test models of
+// models/testmodels:
+//
+//	go run ./scripts/genmodel -kind bigram -o /tmp/bigram.gguf
+//	go run ./scripts/genmodel -kind llama1b -type q4_0 -o /tmp/llama1b-q4_0.gguf
+//	go run ./scripts/genmodel -kind small -type f16 -seed 7 -o /tmp/small.gguf
+//
+// Kinds: bigram (known greedy answers, always F32), llama1b, small and tiny
+// (random weights of -type f32, f16, q8_0 or q4_0).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/models/gguf"
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+)
+
+func main() {
+	kind := flag.String("kind", "bigram", "model: bigram, llama1b, small or tiny")
+	typ := flag.String("type", "q4_0", "weight type of the random models: f32, f16, q8_0 or q4_0")
+	seed := flag.Int64("seed", 1, "seed of the random models")
+	out := flag.String("o", "", "output file (required)")
+	flag.Parse()
+	if *out == "" || flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := run(*kind, *typ, *seed, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "genmodel:", err)
+		os.Exit(1)
+	}
+}
+
+func run(kind, typ string, seed int64, out string) error {
+	start := time.Now()
+	var err error
+	switch strings.ToLower(kind) {
+	case "bigram":
+		err = testmodels.WriteBigram(out)
+	case "llama1b", "small", "tiny":
+		shape := map[string]testmodels.Shape{
+			"llama1b": testmodels.Llama1B, "small": testmodels.Small, "tiny": testmodels.Tiny,
+		}[strings.ToLower(kind)]
+		var t gguf.TensorType
+		switch strings.ToLower(typ) {
+		case "f32":
+			t = gguf.F32
+		case "f16":
+			t = gguf.F16
+		case "q8_0":
+			t = gguf.Q8_0
+		case "q4_0":
+			t = gguf.Q4_0
+		default:
+			return fmt.Errorf("unknown -type %q (f32, f16, q8_0, q4_0)", typ)
+		}
+		err = testmodels.WriteRandomLlama(out, shape, t, seed)
+	default:
+		return fmt.Errorf("unknown -kind %q (bigram, llama1b, small, tiny)", kind)
+	}
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(out)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s: %d bytes in %s\n", out, fi.Size(), time.Since(start).Round(time.Millisecond))
+	return nil
+}

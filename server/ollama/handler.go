@@ -1,0 +1,90 @@
+package ollama
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/sched"
+)
+
+// Handler serves the Ollama routes.
+type Handler struct {
+	Store *models.Store
+	Sched *sched.Scheduler
+}
+
+// Register adds the routes to e.
+func (h *Handler) Register(e *echo.Echo) {
+	root := func(c echo.Context) error { return c.String(http.StatusOK, "Tadpole is running") }
+	e.GET("/", root)
+	e.HEAD("/", root)
+	e.GET("/api/version", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, api.VersionResponse{Version: engine.Version})
+	})
+	e.POST("/api/generate", h.generate)
+}
+
+// ErrorHandler writes every error as Ollama's {"error": "..."} with its
+// status code.
+func ErrorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	code := http.StatusInternalServerError
+	msg := err.Error()
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		code = he.Code
+		msg = fmt.Sprint(he.Message)
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(code)
+		return
+	}
+	_ = c.JSON(code, api.ErrorResponse{Error: msg})
+}
+
+func errorf(code int, format string, args ...any) error {
+	return echo.NewHTTPError(code, fmt.Sprintf(format, args...))
+}
+
+// decode reads a JSON body into v, answering 400 with a readable message.
+func decode(c echo.Context, v any) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 64<<20))
+	if err != nil {
+		return errorf(http.StatusBadRequest, "read body: %v", err)
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return errorf(http.StatusBadRequest, "missing request body")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return errorf(http.StatusBadRequest, "invalid value for %q: expected %s", te.Field, te.Type)
+		}
+		return errorf(http.StatusBadRequest, "invalid JSON: %v", err)
+	}
+	return nil
+}
+
+// modelError maps store and load errors to Ollama's status codes.
+func modelError(name string, err error) error {
+	switch {
+	case errors.Is(err, models.ErrNotFound), errors.Is(err, engine.ErrModelNotFound):
+		return errorf(http.StatusNotFound, "model %q not found, try pulling it first", name)
+	case errors.Is(err, engine.ErrNotGGUF), errors.Is(err, engine.ErrUnsupported):
+		return errorf(http.StatusInternalServerError, "model %q cannot be loaded: %v", name, err)
+	case errors.Is(err, engine.ErrLoadFailed):
+		return errorf(http.StatusInternalServerError, "model %q failed to load: %v", name, err)
+	}
+	return errorf(http.StatusBadRequest, "%v", err)
+}

@@ -1,0 +1,324 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	ollama "github.com/ollama/ollama/api"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/sched"
+)
+
+const storiesContinuation = ", there was a little girl named Lily. She loved to play outside in the park."
+
+type testServer struct {
+	URL    string
+	Client *ollama.Client
+	srv    *Server
+}
+
+// startServer serves a models directory holding the demo model as
+// "stories", the generated bigram chat model as "bigram", a GGUF v1 file
+// and a file that is not GGUF, on a real loopback listener.
+func startServer(t *testing.T) *testServer {
+	t.Helper()
+	dir := t.TempDir()
+	link := func(src, name string) {
+		abs, _ := filepath.Abs(src)
+		if err := os.Symlink(abs, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link(testmodels.Testdata("stories260K.gguf"), "stories.gguf")
+	link(testmodels.Testdata("unsupported/tinyllamas-stories-260k-f32.gguf"), "old.gguf")
+	os.WriteFile(filepath.Join(dir, "junk.gguf"), []byte("not a model"), 0o644)
+	if err := testmodels.WriteBigram(filepath.Join(dir, "bigram.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 4, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	base := "http://" + ln.Addr().String()
+	u, _ := url.Parse(base)
+	return &testServer{URL: base, Client: ollama.NewClient(u, http.DefaultClient), srv: srv}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func greedyOpts(n int) map[string]any {
+	return map[string]any{"temperature": 0, "num_predict": n}
+}
+
+func TestGenerateNonStreaming(t *testing.T) {
+	ts := startServer(t)
+	var got ollama.GenerateResponse
+	err := ts.Client.Generate(context.Background(), &ollama.GenerateRequest{
+		Model: "stories", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(30),
+	}, func(r ollama.GenerateResponse) error { got = r; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got.Response, storiesContinuation) {
+		t.Fatalf("response %q", got.Response)
+	}
+	if !got.Done || got.DoneReason != "length" || got.EvalCount != 30 || got.PromptEvalCount != 5 ||
+		got.TotalDuration <= 0 || got.LoadDuration <= 0 || got.PromptEvalDuration <= 0 || got.EvalDuration <= 0 {
+		t.Fatalf("final: %+v", got)
+	}
+	if len(got.Context) != 35 || got.Model != "stories" || got.CreatedAt.IsZero() {
+		t.Fatalf("context %d tokens, model %q", len(got.Context), got.Model)
+	}
+	// The returned context continues the text where it stopped.
+	var next ollama.GenerateResponse
+	err = ts.Client.Generate(context.Background(), &ollama.GenerateRequest{
+		Model: "stories", Prompt: " She", Context: got.Context, Stream: ptr(false), Options: greedyOpts(5),
+	}, func(r ollama.GenerateResponse) error { next = r; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the new prompt tokens (and the last answer token, which was
+	// never decoded) are evaluated: the rest is the slot's cached prefix.
+	added := len(next.Context) - len(got.Context) - next.EvalCount
+	if next.LoadDuration != 0 || added < 1 || next.PromptEvalCount != added+1 || fmt.Sprint(next.Context[:35]) != fmt.Sprint(got.Context) {
+		t.Fatalf("continuation: %+v (context %d)", next.Metrics, len(next.Context))
+	}
+}
+
+func TestGenerateStreaming(t *testing.T) {
+	ts := startServer(t)
+	var pieces []string
+	var last ollama.GenerateResponse
+	err := ts.Client.Generate(context.Background(), &ollama.GenerateRequest{
+		Model: "stories", Prompt: "Once upon a time", Options: greedyOpts(30),
+	}, func(r ollama.GenerateResponse) error {
+		if last.Done {
+			t.Error("a line after done")
+		}
+		pieces = append(pieces, r.Response)
+		last = r
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pieces) < 20 {
+		t.Fatalf("only %d lines", len(pieces))
+	}
+	if text := strings.Join(pieces, ""); !strings.HasPrefix(text, storiesContinuation) {
+		t.Fatalf("streamed %q", text)
+	}
+	if !last.Done || last.DoneReason != "length" || last.EvalCount != 30 || last.EvalDuration <= 0 || last.TotalDuration <= 0 {
+		t.Fatalf("last line %+v", last)
+	}
+	// The raw wire format: NDJSON, one object per line.
+	resp, err := http.Post(ts.URL+"/api/generate", "application/json",
+		strings.NewReader(`{"model":"stories","prompt":"Once upon a time","options":{"temperature":0,"num_predict":5}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+		t.Fatalf("content type %q", ct)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	lines := strings.Split(strings.TrimSpace(string(body)), "\n")
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+	}
+	if !strings.Contains(lines[len(lines)-1], `"done":true`) || !strings.Contains(lines[len(lines)-1], `"done_reason":"length"`) {
+		t.Fatalf("last line %s", lines[len(lines)-1])
+	}
+}
+
+func TestGenerateStopStrings(t *testing.T) {
+	ts := startServer(t)
+	for _, stream := range []bool{false, true} {
+		var text string
+		var last ollama.GenerateResponse
+		err := ts.Client.Generate(context.Background(), &ollama.GenerateRequest{
+			Model: "stories", Prompt: "Once upon a time", Stream: ptr(stream),
+			Options: map[string]any{"temperature": 0, "num_predict": 40, "stop": []string{"tle gi"}},
+		}, func(r ollama.GenerateResponse) error { text += r.Response; last = r; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text != ", there was a lit" || last.DoneReason != "stop" {
+			t.Fatalf("stream=%v: %q (%s)", stream, text, last.DoneReason)
+		}
+	}
+}
+
+func TestGenerateChatTemplateModel(t *testing.T) {
+	ts := startServer(t)
+	var got ollama.GenerateResponse
+	err := ts.Client.Generate(context.Background(), &ollama.GenerateRequest{
+		Model: "bigram", Prompt: "Hi", Stream: ptr(false), Options: greedyOpts(50),
+	}, func(r ollama.GenerateResponse) error { got = r; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Response != testmodels.BigramAnswer || got.DoneReason != "stop" {
+		t.Fatalf("%q (%s)", got.Response, got.DoneReason)
+	}
+	// raw skips the template: the counting prompt counts.
+	err = ts.Client.Generate(context.Background(), &ollama.GenerateRequest{
+		Model: "bigram", Prompt: testmodels.CountPrompt, Raw: true, Stream: ptr(false), Options: greedyOpts(50),
+	}, func(r ollama.GenerateResponse) error { got = r; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Response != testmodels.CountAnswer {
+		t.Fatalf("raw: %q", got.Response)
+	}
+}
+
+func TestLoadOnlyAndUnload(t *testing.T) {
+	ts := startServer(t)
+	var got ollama.GenerateResponse
+	err := ts.Client.Generate(context.Background(), &ollama.GenerateRequest{Model: "stories"},
+		func(r ollama.GenerateResponse) error { got = r; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Done || got.DoneReason != "load" || len(ts.srv.sched.Loaded()) != 1 {
+		t.Fatalf("load only: %+v, %d loaded", got, len(ts.srv.sched.Loaded()))
+	}
+	err = ts.Client.Generate(context.Background(), &ollama.GenerateRequest{Model: "stories", KeepAlive: &ollama.Duration{Duration: 0}},
+		func(r ollama.GenerateResponse) error { got = r; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DoneReason != "unload" || len(ts.srv.sched.Loaded()) != 0 {
+		t.Fatalf("unload: %+v, %d loaded", got, len(ts.srv.sched.Loaded()))
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	ts := startServer(t)
+	for _, tc := range []struct {
+		body string
+		code int
+		msg  string
+	}{
+		{`{"model":"stories","prompt":`, 400, "invalid JSON"},
+		{``, 400, "missing request body"},
+		{`[1,2]`, 400, ""},
+		{`{"prompt":"hi"}`, 400, "model is required"},
+		{`{"model":"nope","prompt":"hi"}`, 404, "not found"},
+		{`{"model":"../../etc/passwd","prompt":"hi"}`, 400, "invalid model name"},
+		{`{"model":"stories","prompt":"hi","options":{"temperature":"hot"}}`, 400, `"temperature"`},
+		{`{"model":"stories","prompt":"hi","options":{"num_predict":1.5}}`, 400, `"num_predict"`},
+		{`{"model":"stories","prompt":"hi","options":{"stop":[1]}}`, 400, `"stop"`},
+		{`{"model":"stories","prompt":"hi","keep_alive":"forever"}`, 400, "keep_alive"},
+		{`{"model":"stories","prompt":123}`, 400, "prompt"},
+		{`{"model":"stories","prompt":"hi","images":["aGk="]}`, 400, "images"},
+		{`{"model":"old","prompt":"hi"}`, 500, "GGUF"},
+		{`{"model":"junk","prompt":"hi"}`, 500, "not a GGUF"},
+	} {
+		resp, err := http.Post(ts.URL+"/api/generate", "application/json", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct{ Error string }
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || e.Error == "" || !strings.Contains(e.Error, tc.msg) {
+			t.Errorf("%s: %d %q, want %d containing %q", tc.body, resp.StatusCode, e.Error, tc.code, tc.msg)
+		}
+	}
+	// The official client surfaces the error with its status.
+	err := ts.Client.Generate(context.Background(), &ollama.GenerateRequest{Model: "nope", Prompt: "x"}, func(ollama.GenerateResponse) error { return nil })
+	var se ollama.StatusError
+	if !asStatus(err, &se) || se.StatusCode != 404 {
+		t.Fatalf("client error %v", err)
+	}
+	// Still serving.
+	resp, err := http.Get(ts.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "Tadpole is running" {
+		t.Fatalf("GET / = %q", b)
+	}
+	if len(ts.srv.sched.Loaded()) != 0 {
+		t.Fatal("a failed load left an instance behind")
+	}
+}
+
+func asStatus(err error, se *ollama.StatusError) bool {
+	if e, ok := err.(ollama.StatusError); ok {
+		*se = e
+		return true
+	}
+	return false
+}
+
+func TestRootAndVersion(t *testing.T) {
+	ts := startServer(t)
+	v, err := ts.Client.Version(context.Background())
+	if err != nil || v == "" {
+		t.Fatalf("version %q %v", v, err)
+	}
+	req, _ := http.NewRequest(http.MethodHead, ts.URL+"/", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("HEAD / %v %v", resp, err)
+	}
+	if err := ts.Client.Heartbeat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCancelledStreamFreesSlot(t *testing.T) {
+	ts := startServer(t)
+	for i := 0; i < 6; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		n := 0
+		_ = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: map[string]any{"num_predict": -1}},
+			func(r ollama.GenerateResponse) error {
+				n++
+				if n == 3 {
+					cancel()
+				}
+				return nil
+			})
+		cancel()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		busy := 0
+		for _, in := range ts.srv.sched.Loaded() {
+			busy += in.Runner.Busy()
+		}
+		if busy == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("cancelled requests still hold slots")
+}
