@@ -218,7 +218,9 @@ func (m *Model) readMetadata() Metadata {
 	count := int(C.llama_model_meta_count(m.c))
 	for i := 0; i < count; i++ {
 		k := str(func(b *C.char, n C.size_t) C.int32_t { return C.llama_model_meta_key_by_index(m.c, C.int32_t(i), b, n) })
-		v := str(func(b *C.char, n C.size_t) C.int32_t { return C.llama_model_meta_val_str_by_index(m.c, C.int32_t(i), b, n) })
+		v := str(func(b *C.char, n C.size_t) C.int32_t {
+			return C.llama_model_meta_val_str_by_index(m.c, C.int32_t(i), b, n)
+		})
 		md.KV[k] = v
 	}
 	if t := C.llama_model_chat_template(m.c, nil); t != nil {
