@@ -232,10 +232,25 @@ func (r *Runner) shutdown() {
 	}
 }
 
-// admit moves waiting requests into free slots, oldest first, each into
-// the free slot whose cached tokens share the longest prefix with its
-// prompt.
+// admit ends waiting requests whose client went away, then moves waiting
+// requests into free slots, oldest first, each into the free slot whose
+// cached tokens share the longest prefix with its prompt.
 func (r *Runner) admit() {
+	r.mu.Lock()
+	var gone []*request
+	kept := r.waiting[:0]
+	for _, q := range r.waiting {
+		if q.ctx.Err() != nil {
+			gone = append(gone, q)
+		} else {
+			kept = append(kept, q)
+		}
+	}
+	r.waiting = kept
+	r.mu.Unlock()
+	for _, q := range gone {
+		q.stream.send(Event{Done: true, DoneReason: "cancel", Err: q.ctx.Err()})
+	}
 	for {
 		r.mu.Lock()
 		if len(r.waiting) == 0 {
@@ -258,11 +273,6 @@ func (r *Runner) admit() {
 			return
 		}
 		r.waiting = r.waiting[1:]
-		if q.ctx.Err() != nil {
-			r.mu.Unlock()
-			q.stream.send(Event{Done: true, DoneReason: "cancel", Err: q.ctx.Err()})
-			continue
-		}
 		best.req = q // under r.mu: Busy reads it
 		r.mu.Unlock()
 		if err := r.start(best, q); err != nil {

@@ -77,7 +77,7 @@ func modelPath(arg string) string {
 		p := filepath.Join(os.TempDir(), "tadpole-bench-llama1b-q4_0.gguf")
 		if _, err := os.Stat(p); err != nil {
 			fmt.Fprintf(os.Stderr, "writing a random-weight 1B Llama (Q4_0) to %s …\n", p)
-			if err := testmodels.WriteRandomLlama(p, testmodels.Llama1B, gguf.TypeQ4_0, 1); err != nil {
+			if err := testmodels.WriteRandomLlama(p, testmodels.Llama1B, gguf.Q4_0, 1); err != nil {
 				log.Fatal(err)
 			}
 		}
