@@ -32,6 +32,7 @@ flags:
 	@echo "CPU=$(CPU)"
 	@echo "CGO_CPPFLAGS=$(CGO_CPPFLAGS)"
 	@echo "CGO_CFLAGS=$(CGO_CFLAGS)"
+	@echo "CGO_CXXFLAGS=$(CGO_CXXFLAGS)"
 
 build: deps
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tadpole

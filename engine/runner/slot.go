@@ -3,10 +3,13 @@ package runner
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
 )
+
+var debugSteps = os.Getenv("TADPOLE_DEBUG_STEPS") != ""
 
 // slot is one sequence of the shared context. Its cache mirrors exactly
 // the tokens whose KV the sequence holds (positions 0..len-1) and survives
@@ -122,6 +125,9 @@ func (r *Runner) step() bool {
 	t0 := time.Now()
 	err := r.ctx.Decode(r.batch)
 	took := time.Since(t0)
+	if debugSteps {
+		slog.Debug("step", "tokens", r.batch.Len(), "generating", len(generating), "prefilling", len(prefilling), "took", took)
+	}
 	if err != nil {
 		slog.Error("decode failed", "tokens", r.batch.Len(), "error", err)
 		for _, s := range append(generating, prefilling...) {

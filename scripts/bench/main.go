@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -58,16 +59,27 @@ func main() {
 	fmt.Printf("system:     %s\n", engine.SystemInfo())
 	fmt.Printf("threads:    %d, tokens/stream: %d, flash attention on, unified KV\n\n", max(*threads, engine.DefaultThreads()), *n)
 
+	// Greedy, with end-of-generation tokens banned so that every stream
+	// generates exactly n tokens (random-weight models end early).
+	benchSampling.LogitBias = map[engine.Token]float32{}
+	for t := 0; t < m.VocabSize(); t++ {
+		if m.IsEOG(engine.Token(t)) {
+			benchSampling.LogitBias[engine.Token(t)] = float32(math.Inf(-1))
+		}
+	}
 	nctx := *n + *promptLen + 16
 	pp := rawPrompt(m, *promptLen, *threads)
 	fmt.Printf("raw engine prompt eval (%d tokens): %.1f tok/s\n\n", *promptLen, pp)
-	fmt.Printf("| streams | raw engine tok/s | runner tok/s | runner/raw |\n|---|---|---|---|\n")
+	fmt.Printf("decode: generated tokens per second of wall time, prompts included\n\n")
+	fmt.Printf("| streams | raw engine tok/s | runner tok/s | runner/raw | tokens raw/runner |\n|---|---|---|---|---|\n")
 	for _, s := range streams {
-		raw := rawDecode(m, s, *n, nctx, *threads)
-		run := runnerDecode(m, s, maxStreams, *n, nctx, *threads)
-		fmt.Printf("| %d | %.1f | %.1f | %.3f |\n", s, raw, run, run/raw)
+		raw, rawN := rawDecode(m, s, *n, nctx, *threads)
+		run, runN := runnerDecode(m, s, maxStreams, *n, nctx, *threads)
+		fmt.Printf("| %d | %.1f | %.1f | %.3f | %d/%d |\n", s, raw, run, run/raw, rawN, runN)
 	}
 }
+
+var benchSampling engine.SamplerParams
 
 func modelPath(arg string) string {
 	switch arg {
@@ -128,94 +140,104 @@ func rawPrompt(m *engine.Model, n, threads int) float64 {
 	return best
 }
 
-// rawDecode is the aggregate greedy decode speed of seqs sequences decoded
-// together, one token each per llama_decode.
-func rawDecode(m *engine.Model, seqs, n, nctx, threads int) float64 {
+// rawDecode is the ideal batched schedule the runner is measured
+// against: all prompts in one llama_decode, then one decode per step with
+// the next token of every sequence that has not ended (EOG or n tokens).
+// It returns generated tokens per second of wall time, prompt included.
+func rawDecode(m *engine.Model, seqs, n, nctx, threads int) (float64, int) {
 	ctx := newCtx(m, seqs, nctx, threads)
 	defer ctx.Close()
 	b := engine.NewBatch(512)
 	defer b.Close()
-	prompt := promptTokens(m, 8)
 	samplers := make([]*engine.Sampler, seqs)
 	idx := make([]int, seqs)
+	pos := make([]int, seqs)
+	t0 := time.Now()
 	for s := range samplers {
-		samplers[s], _ = m.NewSampler(engine.SamplerParams{})
+		samplers[s], _ = m.NewSampler(benchSampling)
 		defer samplers[s].Close()
-		for i, t := range prompt {
-			idx[s] = b.Add(t, i, s, i == len(prompt)-1)
+		p := streamPrompt(m, s)
+		for i, t := range p {
+			idx[s] = b.Add(t, i, s, i == len(p)-1)
 		}
+		pos[s] = len(p)
 	}
 	if err := ctx.Decode(b); err != nil {
 		log.Fatal(err)
 	}
-	t0 := time.Now()
-	for step := 0; step < n; step++ {
-		next := make([]engine.Token, seqs)
-		for s := range samplers {
-			next[s] = samplers[s].Sample(ctx, idx[s])
-		}
+	generated := make([]int, seqs)
+	total := 0
+	for {
 		b.Clear()
 		for s := range samplers {
-			idx[s] = b.Add(next[s], len(prompt)+step, s, true)
+			if idx[s] < 0 {
+				continue
+			}
+			t := samplers[s].Sample(ctx, idx[s])
+			if m.IsEOG(t) {
+				idx[s] = -1
+				continue
+			}
+			m.TokenPiece(t, false) // the runner detokenizes every token too
+			generated[s]++
+			total++
+			if generated[s] == n {
+				idx[s] = -1
+				continue
+			}
+			idx[s] = b.Add(t, pos[s], s, true)
+			pos[s]++
+		}
+		if b.Len() == 0 {
+			break
 		}
 		if err := ctx.Decode(b); err != nil {
 			log.Fatal(err)
 		}
 	}
-	return float64(n*seqs) / time.Since(t0).Seconds()
+	return float64(total) / time.Since(t0).Seconds(), total
 }
 
-// runnerDecode is the aggregate decode speed of streams concurrent
-// requests through the runner (eval tokens over the wall time from the
-// first token to the last).
-func runnerDecode(m *engine.Model, streams, slots, n, nctx, threads int) float64 {
+// streamPrompt is stream s's prompt: a per-stream token after BOS makes the
+// prompts differ, so no slot reuses another's prefix.
+func streamPrompt(m *engine.Model, s int) []engine.Token {
+	p := promptTokens(m, 8)
+	return append([]engine.Token{p[0], engine.Token(100 + s)}, p[1:]...)
+}
+
+// runnerDecode is the same work through the runner: streams concurrent
+// requests, generated tokens per second of wall time from submitting them
+// to the last final event.
+func runnerDecode(m *engine.Model, streams, slots, n, nctx, threads int) (float64, int) {
 	r, err := runner.New(m, runner.Config{Parallel: slots, NumCtx: nctx, Threads: threads, FlashAttn: engine.FlashAttentionOn})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer r.Close()
-	prompt := promptTokens(m, 8)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var first, last time.Time
 	total := 0
-	start := make(chan struct{})
+	t0 := time.Now()
 	for s := 0; s < streams; s++ {
+		events, err := r.Generate(context.Background(), runner.Request{Prompt: streamPrompt(m, s), NumPredict: n, Sampling: benchSampling})
+		if err != nil {
+			log.Fatal(err)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			<-start
-			// A per-stream seed token makes the prompts differ, so no
-			// slot reuses another's prefix.
-			p := append([]engine.Token{prompt[0], engine.Token(100 + s)}, prompt[1:]...)
-			events, err := r.Generate(context.Background(), runner.Request{Prompt: p, NumPredict: n})
-			if err != nil {
-				log.Fatal(err)
-			}
-			gotFirst := false
 			for ev := range events {
-				now := time.Now()
-				mu.Lock()
-				if !gotFirst && ev.Text != "" {
-					gotFirst = true
-					if first.IsZero() || now.Before(first) {
-						first = now
-					}
-				}
 				if ev.Done {
 					if ev.Err != nil {
 						log.Fatal(ev.Err)
 					}
-					total += ev.Stats.EvalCount - 1 // the first token came from the prompt's logits
-					if now.After(last) {
-						last = now
-					}
+					mu.Lock()
+					total += ev.Stats.EvalCount
+					mu.Unlock()
 				}
-				mu.Unlock()
 			}
 		}()
 	}
-	close(start)
 	wg.Wait()
-	return float64(total) / last.Sub(first).Seconds()
+	return float64(total) / time.Since(t0).Seconds(), total
 }
