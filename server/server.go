@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/ollama"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
@@ -38,7 +39,8 @@ func New(cfg Config) *Server {
 	e.Use(requestLog)
 	e.HTTPErrorHandler = ollama.ErrorHandler
 	s := &Server{echo: e, sched: sched.New(cfg.Sched)}
-	h := &ollama.Handler{Store: &models.Store{Dir: cfg.ModelsDir}, Sched: s.sched}
+	store := &models.Store{Dir: cfg.ModelsDir}
+	h := &ollama.Handler{Store: store, Sched: s.sched, Infer: &infer.Service{Store: store, Sched: s.sched}}
 	h.Register(e)
 	return s
 }

@@ -86,9 +86,10 @@ type Runner struct {
 
 type request struct {
 	Request
-	ctx    context.Context
-	stream *stream
-	queued time.Time
+	sampler *engine.Sampler // built by Generate, owned by the slot once started
+	ctx     context.Context
+	stream  *stream
+	queued  time.Time
 }
 
 // New creates a runner over a loaded model and starts its loop.
@@ -148,10 +149,17 @@ func (r *Runner) Generate(ctx context.Context, req Request) (<-chan Event, error
 			return nil, fmt.Errorf("token %d is not in the vocabulary (0..%d)", t, r.model.VocabSize()-1)
 		}
 	}
-	sr := &request{Request: req, ctx: ctx, stream: newStream(ctx.Done()), queued: time.Now()}
+	// The sampler is built here so a bad grammar or logit bias is the
+	// caller's error, not a failed generation.
+	smp, err := r.model.NewSampler(req.Sampling)
+	if err != nil {
+		return nil, err
+	}
+	sr := &request{Request: req, sampler: smp, ctx: ctx, stream: newStream(ctx.Done()), queued: time.Now()}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
+		smp.Close()
 		return nil, ErrClosed
 	}
 	r.waiting = append(r.waiting, sr)
@@ -223,6 +231,7 @@ func (r *Runner) shutdown() {
 	r.waiting = nil
 	r.mu.Unlock()
 	for _, q := range waiting {
+		q.sampler.Close()
 		q.stream.send(Event{Done: true, Err: ErrClosed})
 	}
 	for _, s := range r.slots {
@@ -249,6 +258,7 @@ func (r *Runner) admit() {
 	r.waiting = kept
 	r.mu.Unlock()
 	for _, q := range gone {
+		q.sampler.Close()
 		q.stream.send(Event{Done: true, DoneReason: "cancel", Err: q.ctx.Err()})
 	}
 	for {
@@ -275,9 +285,7 @@ func (r *Runner) admit() {
 		r.waiting = r.waiting[1:]
 		best.req = q // under r.mu: Busy reads it
 		r.mu.Unlock()
-		if err := r.start(best, q); err != nil {
-			r.finish(best, "", err)
-		}
+		r.start(best, q)
 	}
 }
 

@@ -31,8 +31,8 @@ type slot struct {
 }
 
 // start prepares a slot for a request: truncates the prompt if it does not
-// fit, reuses the longest cached prefix and builds the sampler.
-func (r *Runner) start(s *slot, q *request) error {
+// fit, reuses the longest cached prefix and takes the request's sampler.
+func (r *Runner) start(s *slot, q *request) {
 	prompt := q.Prompt
 	nctx := r.cfg.NumCtx
 	keep := min(max(q.NumKeep, 0), nctx/2)
@@ -44,10 +44,6 @@ func (r *Runner) start(s *slot, q *request) error {
 		t := append(append(make([]engine.Token, 0, target), prompt[:keep]...), prompt[keep+drop:]...)
 		slog.Warn("prompt truncated to fit the context", "slot", s.id, "prompt_tokens", len(prompt), "num_ctx", nctx, "num_keep", keep, "kept", len(t))
 		prompt = t
-	}
-	smp, err := r.model.NewSampler(q.Sampling)
-	if err != nil {
-		return err
 	}
 	common := commonPrefix(s.cache, prompt)
 	if common == len(prompt) {
@@ -62,13 +58,12 @@ func (r *Runner) start(s *slot, q *request) error {
 		slog.Debug("prompt cache hit", "slot", s.id, "reused_tokens", common, "prompt_tokens", len(prompt))
 	}
 	s.prompt = prompt
-	s.sampler = smp
+	s.sampler = q.sampler
 	s.hasPending = false
 	s.generated = s.generated[:0]
 	s.detok = engine.Detokenizer{}
 	s.stop = stopMatcher{stops: nonEmpty(q.Stop)}
 	s.stats = Stats{PromptTokens: len(prompt), CachedTokens: common}
-	return nil
 }
 
 func nonEmpty(ss []string) []string {

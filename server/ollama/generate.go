@@ -6,16 +6,34 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"text/template"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/api"
-	"github.com/tadpole-llm/tadpole/server/sched"
+	"github.com/tadpole-llm/tadpole/server/infer"
 )
+
+// options applies a request's options over Ollama's defaults.
+func options(m map[string]any) (api.Options, error) {
+	opts := api.DefaultOptions()
+	unknown, err := opts.Apply(m)
+	if err != nil {
+		return opts, errorf(http.StatusBadRequest, "%v", err)
+	}
+	if len(unknown) > 0 {
+		slog.Warn("ignoring unknown options", "options", unknown)
+	}
+	return opts, nil
+}
+
+func keepAlive(d *api.Duration) *time.Duration {
+	if d == nil {
+		return nil
+	}
+	return &d.Duration
+}
 
 func (h *Handler) generate(c echo.Context) error {
 	start := time.Now()
@@ -26,13 +44,9 @@ func (h *Handler) generate(c echo.Context) error {
 	if req.Model == "" {
 		return errorf(http.StatusBadRequest, "model is required")
 	}
-	opts := api.DefaultOptions()
-	unknown, err := opts.Apply(req.Options)
+	opts, err := options(req.Options)
 	if err != nil {
-		return errorf(http.StatusBadRequest, "%v", err)
-	}
-	if len(unknown) > 0 {
-		slog.Warn("ignoring unknown options", "options", unknown)
+		return err
 	}
 	if len(req.Images) > 0 {
 		return errorf(http.StatusBadRequest, "model %q does not support images", req.Model)
@@ -40,53 +54,23 @@ func (h *Handler) generate(c echo.Context) error {
 	if f := bytes.TrimSpace(req.Format); len(f) > 0 && string(f) != `""` && string(f) != "null" {
 		return errorf(http.StatusBadRequest, "format is not supported yet")
 	}
-	entry, err := h.Store.Resolve(req.Model)
+	ireq := &infer.Request{
+		Model: req.Model, Prompt: req.Prompt, System: req.System, Template: req.Template, Raw: req.Raw,
+		Context: req.Context, Options: opts, KeepAlive: keepAlive(req.KeepAlive), Truncate: req.Truncate, Shift: req.Shift,
+	}
+	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, ireq.KeepAlive)
 	if err != nil {
-		return modelError(req.Model, err)
+		return inferError(err)
 	}
-	keepAlive := h.Sched.Config().KeepAlive
-	if req.KeepAlive != nil {
-		keepAlive = req.KeepAlive.Duration
-	}
-	name := entry.Name.String()
-	in, loadDur, err := h.Sched.Acquire(c.Request().Context(), name, sched.KeyFor(entry.Path, opts))
-	if err != nil {
-		return modelError(req.Model, err)
-	}
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			h.Sched.Release(in, keepAlive)
-		}
-	}
-	defer release()
-
+	defer in.Release()
 	if req.Prompt == "" && len(req.Context) == 0 {
-		reason := "load"
-		if keepAlive == 0 {
-			reason = "unload"
-		}
-		return c.JSON(http.StatusOK, api.GenerateResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: reason})
-	}
-	tokens, err := h.generatePrompt(in.Model, &req)
-	if err != nil {
-		return err
-	}
-	rreq := runner.Request{
-		Prompt:     tokens,
-		Sampling:   samplerParams(opts),
-		NumPredict: opts.NumPredict,
-		NumKeep:    opts.NumKeep,
-		Stop:       opts.Stop,
-		NoTruncate: req.Truncate != nil && !*req.Truncate,
-		NoShift:    req.Shift != nil && !*req.Shift,
+		return c.JSON(http.StatusOK, api.GenerateResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: loadReason(ireq.KeepAlive)})
 	}
 	ctx, cancel := context.WithCancel(c.Request().Context())
 	defer cancel()
-	events, err := in.Runner.Generate(ctx, rreq)
+	events, err := h.Infer.Start(ctx, in, ireq)
 	if err != nil {
-		return errorf(http.StatusBadRequest, "%v", err)
+		return inferError(err)
 	}
 	final := func(ev runner.Event) api.GenerateResponse {
 		ctxTokens := make([]int, len(ev.Tokens))
@@ -95,11 +79,7 @@ func (h *Handler) generate(c echo.Context) error {
 		}
 		return api.GenerateResponse{
 			Model: req.Model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: ev.DoneReason, Context: ctxTokens,
-			Metrics: api.Metrics{
-				TotalDuration: time.Since(start), LoadDuration: loadDur,
-				PromptEvalCount: ev.Stats.PromptEvalCount, PromptEvalDuration: ev.Stats.PromptEvalDuration,
-				EvalCount: ev.Stats.EvalCount, EvalDuration: ev.Stats.EvalDuration,
-			},
+			Metrics: metrics(ev, start, in.LoadDuration),
 		}
 	}
 	if req.Stream != nil && !*req.Stream {
@@ -130,6 +110,23 @@ func (h *Handler) generate(c echo.Context) error {
 	})
 }
 
+// loadReason is the done_reason of a load-only request.
+func loadReason(keepAlive *time.Duration) string {
+	if keepAlive != nil && *keepAlive == 0 {
+		return "unload"
+	}
+	return "load"
+}
+
+// metrics are Ollama's statistics of a finished request.
+func metrics(ev runner.Event, start time.Time, load time.Duration) api.Metrics {
+	return api.Metrics{
+		TotalDuration: time.Since(start), LoadDuration: load,
+		PromptEvalCount: ev.Stats.PromptEvalCount, PromptEvalDuration: ev.Stats.PromptEvalDuration,
+		EvalCount: ev.Stats.EvalCount, EvalDuration: ev.Stats.EvalDuration,
+	}
+}
+
 // streamNDJSON writes one JSON line per event and flushes it at once.
 func streamNDJSON(c echo.Context, events <-chan runner.Event, line func(runner.Event) any) error {
 	w := c.Response()
@@ -143,59 +140,4 @@ func streamNDJSON(c echo.Context, events <-chan runner.Event, line func(runner.E
 		w.Flush()
 	}
 	return nil
-}
-
-// generatePrompt renders and tokenizes /api/generate's prompt: raw prompts
-// as given; otherwise through the request's template (Ollama's Go-template
-// syntax), else the model's chat template as one user turn (after the
-// system prompt), else the plain prompt (Ollama's default "{{ .Prompt }}"
-// for models without a template). A context from an earlier answer goes
-// first.
-func (h *Handler) generatePrompt(m *engine.Model, req *api.GenerateRequest) ([]engine.Token, error) {
-	text := req.Prompt
-	switch {
-	case req.Raw:
-	case req.Template != "":
-		t, err := template.New("prompt").Option("missingkey=zero").Parse(req.Template)
-		if err != nil {
-			return nil, errorf(http.StatusBadRequest, "invalid template: %v", err)
-		}
-		var b bytes.Buffer
-		if err := t.Execute(&b, map[string]any{"System": req.System, "Prompt": req.Prompt, "Response": ""}); err != nil {
-			return nil, errorf(http.StatusBadRequest, "template: %v", err)
-		}
-		text = b.String()
-	case m.Meta.ChatTemplate != "":
-		var msgs []engine.ChatMessage
-		if req.System != "" {
-			msgs = append(msgs, engine.ChatMessage{Role: "system", Content: req.System})
-		}
-		msgs = append(msgs, engine.ChatMessage{Role: "user", Content: req.Prompt})
-		s, err := m.ApplyChatTemplate("", msgs, true)
-		if err != nil {
-			return nil, errorf(http.StatusInternalServerError, "%v", err)
-		}
-		text = s
-	case req.System != "":
-		text = req.System + "\n\n" + req.Prompt
-	}
-	var tokens []engine.Token
-	for _, t := range req.Context {
-		tokens = append(tokens, engine.Token(t))
-	}
-	more, err := m.Tokenize(text, len(tokens) == 0, true)
-	if err != nil {
-		return nil, errorf(http.StatusBadRequest, "%v", err)
-	}
-	return append(tokens, more...), nil
-}
-
-// samplerParams maps Ollama's options to the engine's sampler.
-func samplerParams(o api.Options) engine.SamplerParams {
-	return engine.SamplerParams{
-		Seed: int64(o.Seed), Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP,
-		TypicalP: o.TypicalP, RepeatLastN: o.RepeatLastN, RepeatPenalty: o.RepeatPenalty,
-		PresencePenalty: o.PresencePenalty, FrequencyPenalty: o.FrequencyPenalty,
-		Mirostat: o.Mirostat, MirostatTau: o.MirostatTau, MirostatEta: o.MirostatEta,
-	}
 }

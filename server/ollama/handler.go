@@ -13,6 +13,7 @@ import (
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -20,6 +21,7 @@ import (
 type Handler struct {
 	Store *models.Store
 	Sched *sched.Scheduler
+	Infer *infer.Service
 }
 
 // Register adds the routes to e.
@@ -76,15 +78,14 @@ func decode(c echo.Context, v any) error {
 	return nil
 }
 
-// modelError maps store and load errors to Ollama's status codes.
-func modelError(name string, err error) error {
-	switch {
-	case errors.Is(err, models.ErrNotFound), errors.Is(err, engine.ErrModelNotFound):
-		return errorf(http.StatusNotFound, "model %q not found, try pulling it first", name)
-	case errors.Is(err, engine.ErrNotGGUF), errors.Is(err, engine.ErrUnsupported):
-		return errorf(http.StatusInternalServerError, "model %q cannot be loaded: %v", name, err)
-	case errors.Is(err, engine.ErrLoadFailed):
-		return errorf(http.StatusInternalServerError, "model %q failed to load: %v", name, err)
+// inferError maps the generation path's errors to Ollama's status codes.
+func inferError(err error) error {
+	code := http.StatusInternalServerError
+	switch infer.KindOf(err) {
+	case infer.BadRequest:
+		code = http.StatusBadRequest
+	case infer.NotFound:
+		code = http.StatusNotFound
 	}
-	return errorf(http.StatusBadRequest, "%v", err)
+	return errorf(code, "%v", err)
 }

@@ -65,6 +65,9 @@ type Instance struct {
 	timer     *time.Timer
 	ready     chan struct{} // closed when the load finished
 	err       error
+
+	embedMu  sync.Mutex
+	embedCtx *engine.Context
 }
 
 // ExpiresAt is when an idle instance will be unloaded (zero: never or busy).
@@ -236,6 +239,9 @@ func (s *Scheduler) unloadLocked(in *Instance) {
 	if in.Runner != nil {
 		in.Runner.Close()
 	}
+	in.embedMu.Lock()
+	in.embedCtx.Close()
+	in.embedMu.Unlock()
 	if in.Model != nil {
 		in.Model.Close()
 	}
@@ -283,4 +289,57 @@ func (s *Scheduler) Close() {
 		default:
 		}
 	}
+}
+
+// Embed returns the pooled, normalised embedding of each text, and the
+// number of tokens evaluated. It uses a second context of the instance,
+// made on first use and shared by embedding requests one at a time. A
+// text longer than the context is cut to fit when truncate is set, else it
+// is an error.
+func (in *Instance) Embed(texts []string, truncate bool) ([][]float32, int, error) {
+	in.embedMu.Lock()
+	defer in.embedMu.Unlock()
+	if in.embedCtx == nil {
+		nctx := in.Runner.Config().NumCtx
+		ctx, err := in.Model.NewContext(engine.ContextParams{
+			NumCtx: nctx, NumBatch: nctx, NumUBatch: nctx, Threads: in.Runner.Config().Threads, Embeddings: true,
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		in.embedCtx = ctx
+	}
+	ctx := in.embedCtx
+	out := make([][]float32, len(texts))
+	total := 0
+	b := engine.NewBatch(ctx.NumCtx())
+	defer b.Close()
+	for i, text := range texts {
+		toks, err := in.Model.Tokenize(text, true, false)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(toks) > ctx.NumCtx() {
+			if !truncate {
+				return nil, 0, fmt.Errorf("input %d has %d tokens, more than the context of %d", i, len(toks), ctx.NumCtx())
+			}
+			toks = toks[:ctx.NumCtx()]
+		}
+		if len(toks) == 0 {
+			return nil, 0, fmt.Errorf("input %d is empty", i)
+		}
+		ctx.ClearMemory()
+		b.Clear()
+		for p, t := range toks {
+			b.Add(t, p, 0, true)
+		}
+		if err := ctx.Decode(b); err != nil {
+			return nil, 0, err
+		}
+		if out[i], err = ctx.Embeddings(0); err != nil {
+			return nil, 0, err
+		}
+		total += len(toks)
+	}
+	return out, total, nil
 }

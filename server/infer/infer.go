@@ -1,0 +1,277 @@
+// Package infer is the one generation path behind every API dialect: it
+// resolves a model name in the store, gets a loaded instance from the
+// scheduler, renders the prompt (raw, a Go template, the model's chat
+// template or ChatML), tokenizes it and queues it on the instance's
+// runner. Dialects decode their wire format into a Request and encode the
+// Result's events back; they never touch the engine or the runner's
+// request type themselves.
+package infer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"text/template"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/engine/runner"
+	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/sched"
+)
+
+// Kind classifies errors so each dialect can answer with its own status
+// code and error shape.
+type Kind int
+
+const (
+	BadRequest Kind = iota
+	NotFound
+	LoadFailed
+	Internal
+)
+
+// Error is an error with a Kind.
+type Error struct {
+	Kind Kind
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf makes an Error of a kind.
+func Errorf(k Kind, format string, args ...any) error {
+	return &Error{Kind: k, Err: fmt.Errorf(format, args...)}
+}
+
+// KindOf is the Kind of err (Internal when it has none).
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return Internal
+}
+
+// Message is one chat turn.
+type Message struct {
+	Role    string
+	Content string
+}
+
+// Request is a dialect-neutral generation request. A chat has Messages
+// (Chat set); a completion has Prompt.
+type Request struct {
+	Model    string
+	Chat     bool
+	Messages []Message
+	Prompt   string
+	System   string
+	Template string // Ollama Go-template syntax; overrides the model's template
+	Raw      bool
+	Context  []int
+	Options  api.Options
+	// KeepAlive overrides the server's default when set.
+	KeepAlive *time.Duration
+	// Grammar constrains the output (GBNF), e.g. from a JSON format.
+	Grammar  string
+	Truncate *bool
+	Shift    *bool
+}
+
+// Service runs requests.
+type Service struct {
+	Store *models.Store
+	Sched *sched.Scheduler
+}
+
+// Instance is an acquired model instance; Release must be called once.
+type Instance struct {
+	*sched.Instance
+	Name         string // canonical model name, e.g. "stories:latest"
+	LoadDuration time.Duration
+	release      func()
+}
+
+// Release hands the instance back to the scheduler.
+func (in *Instance) Release() {
+	if in.release != nil {
+		in.release()
+		in.release = nil
+	}
+}
+
+// Acquire resolves a model and gets a loaded instance for its options.
+func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, keepAlive *time.Duration) (*Instance, error) {
+	if model == "" {
+		return nil, Errorf(BadRequest, "model is required")
+	}
+	entry, err := s.Store.Resolve(model)
+	if err != nil {
+		if errors.Is(err, models.ErrNotFound) {
+			return nil, Errorf(NotFound, "model %q not found, try pulling it first", model)
+		}
+		return nil, Errorf(BadRequest, "%v", err)
+	}
+	name := entry.Name.String()
+	in, loadDur, err := s.Sched.Acquire(ctx, name, sched.KeyFor(entry.Path, opts))
+	if err != nil {
+		switch {
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			return nil, Errorf(BadRequest, "request cancelled while waiting for the model")
+		case errors.Is(err, engine.ErrModelNotFound):
+			return nil, Errorf(NotFound, "model %q not found, try pulling it first", model)
+		}
+		return nil, Errorf(LoadFailed, "model %q cannot be loaded: %v", model, err)
+	}
+	ka := s.Sched.Config().KeepAlive
+	if keepAlive != nil {
+		ka = *keepAlive
+	}
+	return &Instance{Instance: in, Name: name, LoadDuration: loadDur, release: func() { s.Sched.Release(in, ka) }}, nil
+}
+
+// Start renders and tokenizes the request's prompt and queues it on the
+// instance's runner. The events end with a Done event; cancelling ctx ends
+// the generation before the next decode step.
+func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (<-chan runner.Event, error) {
+	tokens, err := Prompt(in.Model, req)
+	if err != nil {
+		return nil, err
+	}
+	o := req.Options
+	events, err := in.Runner.Generate(ctx, runner.Request{
+		Prompt:     tokens,
+		Sampling:   SamplerParams(o, req.Grammar),
+		NumPredict: o.NumPredict,
+		NumKeep:    o.NumKeep,
+		Stop:       o.Stop,
+		NoTruncate: req.Truncate != nil && !*req.Truncate,
+		NoShift:    req.Shift != nil && !*req.Shift,
+	})
+	if err != nil {
+		return nil, Errorf(BadRequest, "%v", err)
+	}
+	return events, nil
+}
+
+// Prompt renders and tokenizes a request's prompt.
+//
+// Completions: raw prompts as given; else the request's Go template; else
+// the model's chat template with the prompt as one user turn after the
+// system prompt; else the plain prompt (Ollama's default "{{ .Prompt }}"
+// for models without a template). A context from an earlier answer goes
+// first.
+//
+// Chats: the request's Go template (with .Messages), else the model's chat
+// template, else ChatML; the result ends with the opening of an assistant
+// turn.
+func Prompt(m *engine.Model, req *Request) ([]engine.Token, error) {
+	var text string
+	var err error
+	if req.Chat {
+		text, err = chatPrompt(m, req)
+	} else {
+		text, err = completionPrompt(m, req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var tokens []engine.Token
+	for _, t := range req.Context {
+		tokens = append(tokens, engine.Token(t))
+	}
+	more, err := m.Tokenize(text, len(tokens) == 0, true)
+	if err != nil {
+		return nil, Errorf(BadRequest, "%v", err)
+	}
+	tokens = append(tokens, more...)
+	if len(tokens) == 0 {
+		return nil, Errorf(BadRequest, "the prompt is empty after tokenization")
+	}
+	return tokens, nil
+}
+
+func completionPrompt(m *engine.Model, req *Request) (string, error) {
+	switch {
+	case req.Raw:
+		return req.Prompt, nil
+	case req.Template != "":
+		return execTemplate(req.Template, map[string]any{"System": req.System, "Prompt": req.Prompt, "Response": ""})
+	case m.Meta.ChatTemplate != "":
+		var msgs []Message
+		if req.System != "" {
+			msgs = append(msgs, Message{Role: "system", Content: req.System})
+		}
+		return applyChatTemplate(m, append(msgs, Message{Role: "user", Content: req.Prompt}))
+	case req.System != "":
+		return req.System + "\n\n" + req.Prompt, nil
+	}
+	return req.Prompt, nil
+}
+
+func chatPrompt(m *engine.Model, req *Request) (string, error) {
+	msgs := req.Messages
+	if req.System != "" && (len(msgs) == 0 || msgs[0].Role != "system") {
+		msgs = append([]Message{{Role: "system", Content: req.System}}, msgs...)
+	}
+	if req.Template != "" {
+		return execTemplate(req.Template, map[string]any{"Messages": msgs, "System": req.System, "Prompt": lastUser(msgs), "Response": ""})
+	}
+	return applyChatTemplate(m, msgs)
+}
+
+func lastUser(msgs []Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}
+
+// applyChatTemplate uses the model's template through llama.cpp, falling
+// back to ChatML when llama.cpp does not recognise it.
+func applyChatTemplate(m *engine.Model, msgs []Message) (string, error) {
+	em := make([]engine.ChatMessage, len(msgs))
+	for i, msg := range msgs {
+		em[i] = engine.ChatMessage{Role: msg.Role, Content: msg.Content}
+	}
+	s, err := m.ApplyChatTemplate("", em, true)
+	if err != nil && m.Meta.ChatTemplate != "" {
+		slog.Warn("the model's chat template is not supported; using ChatML", "model", m.Path())
+		s, err = m.ApplyChatTemplate(engine.ChatMLTemplate, em, true)
+	}
+	if err != nil {
+		return "", Errorf(Internal, "chat template: %v", err)
+	}
+	return s, nil
+}
+
+func execTemplate(tmpl string, data map[string]any) (string, error) {
+	t, err := template.New("prompt").Option("missingkey=zero").Parse(tmpl)
+	if err != nil {
+		return "", Errorf(BadRequest, "invalid template: %v", err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return "", Errorf(BadRequest, "template: %v", err)
+	}
+	return b.String(), nil
+}
+
+// SamplerParams maps Ollama's options (and a grammar) to the engine's
+// sampler.
+func SamplerParams(o api.Options, grammar string) engine.SamplerParams {
+	return engine.SamplerParams{
+		Seed: int64(o.Seed), Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP,
+		TypicalP: o.TypicalP, RepeatLastN: o.RepeatLastN, RepeatPenalty: o.RepeatPenalty,
+		PresencePenalty: o.PresencePenalty, FrequencyPenalty: o.FrequencyPenalty,
+		Mirostat: o.Mirostat, MirostatTau: o.MirostatTau, MirostatEta: o.MirostatEta,
+		Grammar: grammar,
+	}
+}
