@@ -42,6 +42,20 @@ type Request struct {
 	// NoShift ends generation with "length" when the context is full
 	// instead of dropping the oldest half.
 	NoShift bool
+	// Logprobs reports each generated token's log-probability (under the
+	// model's distribution, before sampling transforms), with the
+	// TopLogprobs most likely alternatives.
+	Logprobs    bool
+	TopLogprobs int
+}
+
+// TokenLogprob is a token's log-probability and, if asked for, the most
+// likely tokens at its position.
+type TokenLogprob struct {
+	Token   string // the token's text (may be part of a UTF-8 character)
+	ID      engine.Token
+	Logprob float32
+	Top     []TokenLogprob
 }
 
 // Stats are a request's counters and timings, in Ollama's terms.
@@ -58,7 +72,10 @@ type Stats struct {
 // a DoneReason ("stop", "length" or "cancel") or an Err, the statistics
 // and the full token sequence (prompt and output) for Ollama's context.
 type Event struct {
-	Text       string
+	Text string
+	// Logprobs are those of the tokens generated since the last event,
+	// when the request asked for them.
+	Logprobs   []TokenLogprob
 	Done       bool
 	DoneReason string
 	Err        error

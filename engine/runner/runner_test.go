@@ -398,3 +398,33 @@ func TestStopMatcher(t *testing.T) {
 		}
 	}
 }
+
+func TestLogprobs(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	r := newRunner(t, m, Config{Parallel: 1, NumCtx: 128})
+	res := run(t, r, Request{Prompt: tokenize(t, m, "Once upon a time"), NumPredict: 10, Logprobs: true, TopLogprobs: 3})
+	var lps []TokenLogprob
+	events, _ := r.Generate(context.Background(), Request{Prompt: tokenize(t, m, "Once upon a time"), NumPredict: 10, Logprobs: true, TopLogprobs: 3})
+	text := ""
+	for ev := range events {
+		lps = append(lps, ev.Logprobs...)
+		text += ev.Text
+	}
+	if text != res.text || len(lps) != 10 {
+		t.Fatalf("%d logprobs for %q", len(lps), text)
+	}
+	joined := ""
+	for _, lp := range lps {
+		joined += lp.Token
+		if lp.Logprob > 0 || len(lp.Top) != 3 {
+			t.Fatalf("logprob %+v", lp)
+		}
+		// Greedy: the chosen token is the most likely one.
+		if lp.Top[0].ID != lp.ID || lp.Top[0].Logprob != lp.Logprob || lp.Top[1].Logprob > lp.Top[0].Logprob || lp.Top[2].Logprob > lp.Top[1].Logprob {
+			t.Fatalf("top logprobs %+v", lp)
+		}
+	}
+	if strings.ReplaceAll(joined, "▁", " ") != text && joined != text {
+		t.Fatalf("logprob tokens %q vs text %q", joined, text)
+	}
+}

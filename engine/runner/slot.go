@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"time"
 
@@ -25,6 +26,7 @@ type slot struct {
 	hasPending bool
 	outIdx     int // batch index of this slot's logits in the current step
 	generated  []engine.Token
+	logprobs   []TokenLogprob // not yet delivered
 	detok      engine.Detokenizer
 	stop       stopMatcher
 	stats      Stats
@@ -157,6 +159,9 @@ func (r *Runner) sample(s *slot) {
 		return
 	}
 	t := s.sampler.Sample(r.ctx, s.outIdx)
+	if q.Logprobs {
+		s.logprobs = append(s.logprobs, r.logprob(s.outIdx, t, q.TopLogprobs))
+	}
 	if r.model.IsEOG(t) {
 		r.finish(s, "stop", nil)
 		return
@@ -165,7 +170,8 @@ func (r *Runner) sample(s *slot) {
 	s.stats.EvalCount++
 	text, hit := s.stop.push(string(s.detok.Add(r.model.TokenPiece(t, false))))
 	if text != "" {
-		q.stream.send(Event{Text: text})
+		q.stream.send(Event{Text: text, Logprobs: s.logprobs})
+		s.logprobs = nil
 	}
 	switch {
 	case hit:
@@ -204,10 +210,11 @@ func (r *Runner) finish(s *slot, reason string, err error) {
 		return
 	}
 	if reason != "cancel" && err == nil {
-		if tail := s.stop.flush() + string(s.detok.Flush()); tail != "" {
-			q.stream.send(Event{Text: tail})
+		if tail := s.stop.flush() + string(s.detok.Flush()); tail != "" || len(s.logprobs) > 0 {
+			q.stream.send(Event{Text: tail, Logprobs: s.logprobs})
 		}
 	}
+	s.logprobs = nil
 	tokens := make([]engine.Token, 0, len(s.prompt)+len(s.generated))
 	tokens = append(append(tokens, s.prompt...), s.generated...)
 	q.stream.send(Event{Done: true, DoneReason: reason, Err: err, Stats: s.stats, Tokens: tokens})
@@ -218,4 +225,46 @@ func (r *Runner) finish(s *slot, reason string, err error) {
 	s.req = nil
 	r.mu.Unlock()
 	r.signal()
+}
+
+// logprob computes a sampled token's log-probability from the logits of
+// batch output idx, with the top most likely tokens.
+func (r *Runner) logprob(idx int, t engine.Token, top int) TokenLogprob {
+	logits := r.ctx.Logits(idx)
+	maxL := float32(math.Inf(-1))
+	for _, l := range logits {
+		maxL = max(maxL, l)
+	}
+	var sum float64
+	for _, l := range logits {
+		sum += math.Exp(float64(l - maxL))
+	}
+	logZ := float32(math.Log(sum)) + maxL
+	lp := TokenLogprob{Token: string(r.model.TokenPiece(t, true)), ID: t, Logprob: logits[t] - logZ}
+	if top <= 0 {
+		return lp
+	}
+	top = min(top, len(logits))
+	// Partial selection of the top tokens: top is small (≤ 20).
+	best := make([]engine.Token, 0, top+1)
+	for i, l := range logits {
+		if len(best) == top && l <= logits[best[top-1]] {
+			continue
+		}
+		j := len(best)
+		if j < top {
+			best = append(best, 0)
+		} else {
+			j = top - 1
+		}
+		for j > 0 && logits[best[j-1]] < l {
+			best[j] = best[j-1]
+			j--
+		}
+		best[j] = engine.Token(i)
+	}
+	for _, b := range best {
+		lp.Top = append(lp.Top, TokenLogprob{Token: string(r.model.TokenPiece(b, true)), ID: b, Logprob: logits[b] - logZ})
+	}
+	return lp
 }

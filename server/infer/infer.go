@@ -81,6 +81,10 @@ type Request struct {
 	Grammar  string
 	Truncate *bool
 	Shift    *bool
+	// Logprobs asks for each generated token's log-probability and the
+	// TopLogprobs most likely alternatives (runner.Event.Logprobs).
+	Logprobs    bool
+	TopLogprobs int
 }
 
 // Service runs requests.
@@ -145,13 +149,15 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (<-chan
 	}
 	o := req.Options
 	events, err := in.Runner.Generate(ctx, runner.Request{
-		Prompt:     tokens,
-		Sampling:   SamplerParams(o, req.Grammar),
-		NumPredict: o.NumPredict,
-		NumKeep:    o.NumKeep,
-		Stop:       o.Stop,
-		NoTruncate: req.Truncate != nil && !*req.Truncate,
-		NoShift:    req.Shift != nil && !*req.Shift,
+		Prompt:      tokens,
+		Sampling:    SamplerParams(o, req.Grammar),
+		NumPredict:  o.NumPredict,
+		NumKeep:     o.NumKeep,
+		Stop:        o.Stop,
+		NoTruncate:  req.Truncate != nil && !*req.Truncate,
+		NoShift:     req.Shift != nil && !*req.Shift,
+		Logprobs:    req.Logprobs || req.TopLogprobs > 0,
+		TopLogprobs: req.TopLogprobs,
 	})
 	if err != nil {
 		return nil, Errorf(BadRequest, "%v", err)
