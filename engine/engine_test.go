@@ -28,7 +28,7 @@ func loadStories(t testing.TB) *Model {
 // with p (the zero value is greedy).
 func generate(t testing.TB, m *Model, prompt []Token, n int, p SamplerParams) (string, []Token) {
 	t.Helper()
-	ctx, err := m.NewContext(ContextParams{NumCtx: 256, NumBatch: 64})
+	ctx, err := m.NewContext(ContextParams{Threads: 1, NumCtx: 256, NumBatch: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestSamplerSeedAndGrammar(t *testing.T) {
 func TestEmbeddings(t *testing.T) {
 	m := loadStories(t)
 	embed := func(s string) []float32 {
-		ctx, err := m.NewContext(ContextParams{NumCtx: 128, Embeddings: true})
+		ctx, err := m.NewContext(ContextParams{Threads: 1, NumCtx: 128, Embeddings: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +272,7 @@ func TestEmbeddings(t *testing.T) {
 
 func TestMemoryOps(t *testing.T) {
 	m := loadStories(t)
-	ctx, err := m.NewContext(ContextParams{NumCtx: 256, NumSeqMax: 2, KVUnified: true})
+	ctx, err := m.NewContext(ContextParams{Threads: 1, NumCtx: 256, NumSeqMax: 2, KVUnified: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestMemoryOps(t *testing.T) {
 	if ctx.SeqPosMax(0) != -1 {
 		t.Fatal("memory not cleared")
 	}
-	if _, err := m.NewContext(ContextParams{KVType: "q3_weird"}); err == nil {
+	if _, err := m.NewContext(ContextParams{Threads: 1, KVType: "q3_weird"}); err == nil {
 		t.Fatal("unknown KV type accepted")
 	}
 }

@@ -47,7 +47,7 @@ func startServer(t *testing.T) *testServer {
 	if err := testmodels.WriteBigram(filepath.Join(dir, "bigram.gguf")); err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 4, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn}})
+	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 4, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -321,4 +321,112 @@ func TestCancelledStreamFreesSlot(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("cancelled requests still hold slots")
+}
+
+func TestChat(t *testing.T) {
+	ts := startServer(t)
+	msgs := []ollama.Message{{Role: "system", Content: "You are a test."}, {Role: "user", Content: "Hi"}}
+	for _, stream := range []bool{false, true} {
+		var content string
+		var last ollama.ChatResponse
+		lines := 0
+		err := ts.Client.Chat(context.Background(), &ollama.ChatRequest{Model: "bigram", Messages: msgs, Stream: ptr(stream), Options: greedyOpts(50)},
+			func(r ollama.ChatResponse) error {
+				lines++
+				content += r.Message.Content
+				last = r
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if content != testmodels.BigramAnswer || !last.Done || last.DoneReason != "stop" || last.Message.Role != "assistant" {
+			t.Fatalf("stream=%v: %q %+v", stream, content, last)
+		}
+		if stream && lines < 3 || !stream && lines != 1 {
+			t.Fatalf("stream=%v: %d lines", stream, lines)
+		}
+		if last.PromptEvalCount == 0 || last.EvalCount == 0 || last.EvalDuration <= 0 {
+			t.Fatalf("metrics %+v", last.Metrics)
+		}
+	}
+	// Multi-turn: the second turn reuses the first turn's prefix.
+	chat := func(msgs []ollama.Message, opts map[string]any) ollama.ChatResponse {
+		var got ollama.ChatResponse
+		if err := ts.Client.Chat(context.Background(), &ollama.ChatRequest{Model: "bigram", Messages: msgs, Stream: ptr(false), Options: opts},
+			func(r ollama.ChatResponse) error { got = r; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	first := chat(msgs, greedyOpts(50))
+	turn2 := append(msgs, first.Message, ollama.Message{Role: "user", Content: "Again"})
+	second := chat(turn2, greedyOpts(50))
+	// Another num_ctx is another instance, with a cold cache.
+	cold := chat(turn2, map[string]any{"temperature": 0, "num_predict": 50, "num_ctx": 200})
+	if second.Message.Content != testmodels.BigramAnswer || cold.Message.Content != testmodels.BigramAnswer {
+		t.Fatalf("second turn %q / %q", second.Message.Content, cold.Message.Content)
+	}
+	if second.PromptEvalCount >= cold.PromptEvalCount-5 {
+		t.Fatalf("second turn evaluated %d prompt tokens, a cold cache %d", second.PromptEvalCount, cold.PromptEvalCount)
+	}
+	// A model without a chat template gets ChatML; stories still answers.
+	var got ollama.ChatResponse
+	if err := ts.Client.Chat(context.Background(), &ollama.ChatRequest{Model: "stories", Messages: []ollama.Message{{Role: "user", Content: "Once upon a time"}}, Stream: ptr(false), Options: greedyOpts(8)},
+		func(r ollama.ChatResponse) error { got = r; return nil }); err != nil || got.EvalCount != 8 {
+		t.Fatalf("stories chat: %v %+v", err, got)
+	}
+	// Load only.
+	if err := ts.Client.Chat(context.Background(), &ollama.ChatRequest{Model: "bigram"}, func(r ollama.ChatResponse) error { got = r; return nil }); err != nil || got.DoneReason != "load" {
+		t.Fatalf("load only: %v %+v", err, got)
+	}
+	// Bad roles and images are 400s.
+	for _, body := range []string{
+		`{"model":"bigram","messages":[{"role":"wizard","content":"hi"}]}`,
+		`{"model":"bigram","messages":[{"role":"user","content":"hi","images":["aGk="]}]}`,
+		`{"model":"bigram","messages":"hi"}`,
+	} {
+		resp, err := http.Post(ts.URL+"/api/chat", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 400 {
+			t.Errorf("%s: %d", body, resp.StatusCode)
+		}
+	}
+}
+
+func TestEmbed(t *testing.T) {
+	ts := startServer(t)
+	resp, err := ts.Client.Embed(context.Background(), &ollama.EmbedRequest{Model: "stories", Input: []string{"The cat sat.", "A dog ran."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Embeddings) != 2 || len(resp.Embeddings[0]) != 64 || resp.PromptEvalCount == 0 {
+		t.Fatalf("%d embeddings, prompt_eval_count %d", len(resp.Embeddings), resp.PromptEvalCount)
+	}
+	norm := 0.0
+	for _, v := range resp.Embeddings[0] {
+		norm += float64(v) * float64(v)
+	}
+	if norm < 0.999 || norm > 1.001 {
+		t.Fatalf("norm² %v", norm)
+	}
+	one, err := ts.Client.Embed(context.Background(), &ollama.EmbedRequest{Model: "stories", Input: "The cat sat.", Dimensions: 16})
+	if err != nil || len(one.Embeddings) != 1 || len(one.Embeddings[0]) != 16 {
+		t.Fatalf("dimensions: %v %+v", err, one)
+	}
+	legacy, err := ts.Client.Embeddings(context.Background(), &ollama.EmbeddingRequest{Model: "stories", Prompt: "The cat sat."})
+	if err != nil || len(legacy.Embedding) != 64 {
+		t.Fatalf("legacy: %v %d", err, len(legacy.Embedding))
+	}
+	if float32(legacy.Embedding[3]) != resp.Embeddings[0][3] {
+		t.Fatalf("legacy and embed disagree: %v vs %v", legacy.Embedding[3], resp.Embeddings[0][3])
+	}
+	r, _ := http.Post(ts.URL+"/api/embed", "application/json", strings.NewReader(`{"model":"stories","input":[1,2]}`))
+	r.Body.Close()
+	if r.StatusCode != 400 {
+		t.Fatalf("numeric input: %d", r.StatusCode)
+	}
 }

@@ -27,8 +27,11 @@ func loadModel(t testing.TB, file string) *engine.Model {
 	return m
 }
 
+// newRunner starts a runner with one thread: the test machines have 2
+// cores and test packages run in parallel.
 func newRunner(t testing.TB, m *engine.Model, cfg Config) *Runner {
 	t.Helper()
+	cfg.Threads = 1
 	r, err := New(m, cfg)
 	if err != nil {
 		t.Fatal(err)

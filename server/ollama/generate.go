@@ -51,11 +51,12 @@ func (h *Handler) generate(c echo.Context) error {
 	if len(req.Images) > 0 {
 		return errorf(http.StatusBadRequest, "model %q does not support images", req.Model)
 	}
-	if f := bytes.TrimSpace(req.Format); len(f) > 0 && string(f) != `""` && string(f) != "null" {
-		return errorf(http.StatusBadRequest, "format is not supported yet")
+	grammar, err := formatGrammar(req.Format)
+	if err != nil {
+		return err
 	}
 	ireq := &infer.Request{
-		Model: req.Model, Prompt: req.Prompt, System: req.System, Template: req.Template, Raw: req.Raw,
+		Model: req.Model, Prompt: req.Prompt, System: req.System, Template: req.Template, Raw: req.Raw, Grammar: grammar,
 		Context: req.Context, Options: opts, KeepAlive: keepAlive(req.KeepAlive), Truncate: req.Truncate, Shift: req.Shift,
 	}
 	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, ireq.KeepAlive)

@@ -33,6 +33,9 @@ func (h *Handler) Register(e *echo.Echo) {
 		return c.JSON(http.StatusOK, api.VersionResponse{Version: engine.Version})
 	})
 	e.POST("/api/generate", h.generate)
+	e.POST("/api/chat", h.chat)
+	e.POST("/api/embed", h.embed)
+	e.POST("/api/embeddings", h.embeddings)
 }
 
 // ErrorHandler writes every error as Ollama's {"error": "..."} with its

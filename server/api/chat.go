@@ -1,0 +1,118 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Message is one chat turn of /api/chat.
+type Message struct {
+	Role      string          `json:"role"`
+	Content   string          `json:"content"`
+	Thinking  string          `json:"thinking,omitempty"`
+	Images    []string        `json:"images,omitempty"`
+	ToolCalls []ToolCall      `json:"tool_calls,omitempty"`
+	ToolName  string          `json:"tool_name,omitempty"`
+}
+
+// ToolCall is a function call made by the model.
+type ToolCall struct {
+	Function ToolCallFunction `json:"function"`
+}
+
+// ToolCallFunction names a function and its arguments.
+type ToolCallFunction struct {
+	Index     int            `json:"index,omitempty"`
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Type     string          `json:"type"`
+	Function json.RawMessage `json:"function"`
+}
+
+// ChatRequest is the body of POST /api/chat.
+type ChatRequest struct {
+	Model     string          `json:"model"`
+	Messages  []Message       `json:"messages"`
+	Stream    *bool           `json:"stream,omitempty"`
+	Format    json.RawMessage `json:"format,omitempty"`
+	KeepAlive *Duration       `json:"keep_alive,omitempty"`
+	Tools     []Tool          `json:"tools,omitempty"`
+	Options   map[string]any  `json:"options,omitempty"`
+	Think     json.RawMessage `json:"think,omitempty"`
+	Truncate  *bool           `json:"truncate,omitempty"`
+	Shift     *bool           `json:"shift,omitempty"`
+}
+
+// ChatResponse is one NDJSON line of /api/chat (or the whole answer).
+type ChatResponse struct {
+	Model      string    `json:"model"`
+	CreatedAt  time.Time `json:"created_at"`
+	Message    Message   `json:"message"`
+	Done       bool      `json:"done"`
+	DoneReason string    `json:"done_reason,omitempty"`
+	Metrics
+}
+
+// EmbedRequest is the body of POST /api/embed. Input is a string or a
+// list of strings.
+type EmbedRequest struct {
+	Model      string          `json:"model"`
+	Input      json.RawMessage `json:"input"`
+	KeepAlive  *Duration       `json:"keep_alive,omitempty"`
+	Truncate   *bool           `json:"truncate,omitempty"`
+	Dimensions int             `json:"dimensions,omitempty"`
+	Options    map[string]any  `json:"options,omitempty"`
+}
+
+// EmbedResponse is the answer of /api/embed.
+type EmbedResponse struct {
+	Model           string        `json:"model"`
+	Embeddings      [][]float32   `json:"embeddings"`
+	TotalDuration   time.Duration `json:"total_duration,omitempty"`
+	LoadDuration    time.Duration `json:"load_duration,omitempty"`
+	PromptEvalCount int           `json:"prompt_eval_count,omitempty"`
+}
+
+// EmbeddingRequest is the body of the legacy POST /api/embeddings.
+type EmbeddingRequest struct {
+	Model     string         `json:"model"`
+	Prompt    string         `json:"prompt"`
+	KeepAlive *Duration      `json:"keep_alive,omitempty"`
+	Options   map[string]any `json:"options,omitempty"`
+}
+
+// EmbeddingResponse is the answer of /api/embeddings.
+type EmbeddingResponse struct {
+	Embedding []float64 `json:"embedding"`
+}
+
+// ModelDetails describe a model's file.
+type ModelDetails struct {
+	ParentModel       string   `json:"parent_model"`
+	Format            string   `json:"format"`
+	Family            string   `json:"family"`
+	Families          []string `json:"families"`
+	ParameterSize     string   `json:"parameter_size"`
+	QuantizationLevel string   `json:"quantization_level"`
+}
+
+// ProcessModel is one loaded model of GET /api/ps.
+type ProcessModel struct {
+	Name          string       `json:"name"`
+	Model         string       `json:"model"`
+	Size          int64        `json:"size"`
+	Digest        string       `json:"digest"`
+	Details       ModelDetails `json:"details"`
+	ExpiresAt     time.Time    `json:"expires_at"`
+	SizeVRAM      int64        `json:"size_vram"`
+	ContextLength int          `json:"context_length"`
+}
+
+// ProcessResponse is the answer of GET /api/ps.
+type ProcessResponse struct {
+	Models []ProcessModel `json:"models"`
+}

@@ -1,0 +1,126 @@
+package ollama
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tadpole-llm/tadpole/server/api"
+)
+
+func (h *Handler) embed(c echo.Context) error {
+	start := time.Now()
+	var req api.EmbedRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Model == "" {
+		return errorf(http.StatusBadRequest, "model is required")
+	}
+	inputs, err := embedInputs(req.Input)
+	if err != nil {
+		return err
+	}
+	if req.Dimensions < 0 {
+		return errorf(http.StatusBadRequest, "dimensions must be positive")
+	}
+	opts, err := options(req.Options)
+	if err != nil {
+		return err
+	}
+	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, keepAlive(req.KeepAlive))
+	if err != nil {
+		return inferError(err)
+	}
+	defer in.Release()
+	resp := api.EmbedResponse{Model: req.Model, Embeddings: [][]float32{}}
+	if len(inputs) > 0 {
+		embs, n, err := in.Embed(inputs, req.Truncate == nil || *req.Truncate)
+		if err != nil {
+			return errorf(http.StatusBadRequest, "%v", err)
+		}
+		for _, e := range embs {
+			if req.Dimensions > 0 {
+				if req.Dimensions > len(e) {
+					return errorf(http.StatusBadRequest, "dimensions %d is more than the model's %d", req.Dimensions, len(e))
+				}
+				e = renormalize(e[:req.Dimensions])
+			}
+			resp.Embeddings = append(resp.Embeddings, e)
+		}
+		resp.PromptEvalCount = n
+	}
+	resp.TotalDuration, resp.LoadDuration = time.Since(start), in.LoadDuration
+	return c.JSON(http.StatusOK, resp)
+}
+
+// embedInputs accepts a string or a list of strings; an empty string or
+// list means "load the model only".
+func embedInputs(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if err := json.Unmarshal(raw, &one); err == nil {
+		if one == "" {
+			return nil, nil
+		}
+		return []string{one}, nil
+	}
+	var many []string
+	if err := json.Unmarshal(raw, &many); err != nil {
+		return nil, errorf(http.StatusBadRequest, "invalid input: want a string or a list of strings")
+	}
+	return many, nil
+}
+
+// renormalize scales a truncated embedding back to unit length.
+func renormalize(e []float32) []float32 {
+	out := make([]float32, len(e))
+	var sum float64
+	for _, v := range e {
+		sum += float64(v) * float64(v)
+	}
+	inv := float32(1)
+	if sum > 0 {
+		inv = float32(1 / math.Sqrt(sum))
+	}
+	for i, v := range e {
+		out[i] = v * inv
+	}
+	return out
+}
+
+// embeddings is the legacy endpoint: one prompt, one embedding.
+func (h *Handler) embeddings(c echo.Context) error {
+	var req api.EmbeddingRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Model == "" {
+		return errorf(http.StatusBadRequest, "model is required")
+	}
+	opts, err := options(req.Options)
+	if err != nil {
+		return err
+	}
+	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, keepAlive(req.KeepAlive))
+	if err != nil {
+		return inferError(err)
+	}
+	defer in.Release()
+	resp := api.EmbeddingResponse{Embedding: []float64{}}
+	if req.Prompt != "" {
+		embs, _, err := in.Embed([]string{req.Prompt}, true)
+		if err != nil {
+			return errorf(http.StatusBadRequest, "%v", err)
+		}
+		for _, v := range embs[0] {
+			resp.Embedding = append(resp.Embedding, float64(v))
+		}
+	}
+	return c.JSON(http.StatusOK, resp)
+}
