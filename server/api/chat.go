@@ -7,12 +7,12 @@ import (
 
 // Message is one chat turn of /api/chat.
 type Message struct {
-	Role      string          `json:"role"`
-	Content   string          `json:"content"`
-	Thinking  string          `json:"thinking,omitempty"`
-	Images    []string        `json:"images,omitempty"`
-	ToolCalls []ToolCall      `json:"tool_calls,omitempty"`
-	ToolName  string          `json:"tool_name,omitempty"`
+	Role      string     `json:"role"`
+	Content   string     `json:"content"`
+	Thinking  string     `json:"thinking,omitempty"`
+	Images    []string   `json:"images,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	ToolName  string     `json:"tool_name,omitempty"`
 }
 
 // ToolCall is a function call made by the model.
