@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
 
@@ -372,5 +373,39 @@ func TestDetokenizerUTF8(t *testing.T) {
 	}
 	if got := string(d.Flush()); got != "\uFFFD\uFFFD" && got != "\uFFFD" {
 		t.Fatalf("flush of a broken character: %q", got)
+	}
+}
+
+func TestQuantize(t *testing.T) {
+	// A model with rows of 256 (the K-quant block size): the generated
+	// small random Llama, written in F32, quantized to each type.
+	dir := t.TempDir()
+	src := filepath.Join(dir, "small-f32.gguf")
+	if err := testmodels.WriteRandomLlama(src, testmodels.Small, gguf.F32, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{"q8_0", "Q4_0", "Q4_K_M"} {
+		out := filepath.Join(dir, typ+".gguf")
+		if err := Quantize(src, out, typ, 1); err != nil {
+			t.Fatal(err)
+		}
+		m, err := LoadModel(out, ModelParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.EqualFold(m.Meta.FileType, typ) {
+			t.Errorf("%s: file type %s", typ, m.Meta.FileType)
+		}
+		toks, _ := m.Tokenize("hello", true, false)
+		if _, out := greedy(t, m, toks, 3); len(out) == 0 {
+			t.Errorf("%s: generated nothing", typ)
+		}
+		m.Close()
+	}
+	if err := Quantize(src, filepath.Join(dir, "x.gguf"), "Q9_9", 1); err == nil {
+		t.Fatal("unknown type accepted")
+	}
+	if err := Quantize(testmodels.Testdata("unsupported/tinyllamas-stories-260k-f32.gguf"), filepath.Join(dir, "y.gguf"), "Q8_0", 1); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("GGUF v1: %v", err)
 	}
 }
