@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,6 +48,10 @@ type Request struct {
 	// TopLogprobs most likely alternatives.
 	Logprobs    bool
 	TopLogprobs int
+	// Priority orders waiting requests: higher first, FIFO within a
+	// priority. Background work (jobs) uses a negative priority so that
+	// interactive requests overtake it for free slots.
+	Priority int
 }
 
 // TokenLogprob is a token's log-probability and, if asked for, the most
@@ -179,7 +184,12 @@ func (r *Runner) Generate(ctx context.Context, req Request) (<-chan Event, error
 		smp.Close()
 		return nil, ErrClosed
 	}
-	r.waiting = append(r.waiting, sr)
+	// Insert after every waiting request of the same or higher priority.
+	i := len(r.waiting)
+	for i > 0 && r.waiting[i-1].Priority < req.Priority {
+		i--
+	}
+	r.waiting = slices.Insert(r.waiting, i, sr)
 	r.mu.Unlock()
 	r.signal()
 	return sr.stream.out, nil

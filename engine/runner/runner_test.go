@@ -431,3 +431,44 @@ func TestLogprobs(t *testing.T) {
 		t.Fatalf("logprob tokens %q vs text %q", joined, text)
 	}
 }
+
+// Waiting requests are admitted by priority, FIFO within one.
+func TestPriority(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	r := newRunner(t, m, Config{Parallel: 1, NumCtx: 128})
+	prompt := tokenize(t, m, "Once upon a time")
+	// Hold the only slot while the others queue.
+	blocker, err := r.Generate(context.Background(), Request{Prompt: prompt, NumPredict: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	submit := func(name string, prio int) {
+		events, err := r.Generate(context.Background(), Request{Prompt: prompt, NumPredict: 1, Priority: prio})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ev := range events {
+				if ev.Done {
+					mu.Lock()
+					order = append(order, name)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	submit("job1", -1)
+	submit("job2", -1)
+	submit("user1", 0)
+	submit("user2", 0)
+	collect(t, blocker)
+	wg.Wait()
+	if got := strings.Join(order, ","); got != "user1,user2,job1,job2" {
+		t.Fatalf("order %s", got)
+	}
+}

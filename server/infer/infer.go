@@ -85,6 +85,9 @@ type Request struct {
 	// TopLogprobs most likely alternatives (runner.Event.Logprobs).
 	Logprobs    bool
 	TopLogprobs int
+	// Priority orders requests waiting for a slot (higher first); jobs
+	// run below interactive requests (0).
+	Priority int
 }
 
 // Service runs requests.
@@ -158,6 +161,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (<-chan
 		NoShift:     req.Shift != nil && !*req.Shift,
 		Logprobs:    req.Logprobs || req.TopLogprobs > 0,
 		TopLogprobs: req.TopLogprobs,
+		Priority:    req.Priority,
 	})
 	if err != nil {
 		return nil, Errorf(BadRequest, "%v", err)
