@@ -430,3 +430,53 @@ func TestEmbed(t *testing.T) {
 		t.Fatalf("numeric input: %d", r.StatusCode)
 	}
 }
+
+func TestPs(t *testing.T) {
+	ts := startServer(t)
+	for _, m := range []string{"stories", "bigram"} {
+		if err := ts.Client.Generate(context.Background(), &ollama.GenerateRequest{Model: m, KeepAlive: &ollama.Duration{Duration: time.Hour}}, func(ollama.GenerateResponse) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, err := ts.Client.ListRunning(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps.Models) != 2 || ps.Models[0].Name != "bigram:latest" || ps.Models[1].Name != "stories:latest" {
+		t.Fatalf("ps: %+v", ps.Models)
+	}
+	for _, m := range ps.Models {
+		if m.Size <= 0 || m.ContextLength != 256 || m.Details.Format != "gguf" || m.Details.Family != "llama" ||
+			m.ExpiresAt.Before(time.Now().Add(50*time.Minute)) || m.ExpiresAt.After(time.Now().Add(61*time.Minute)) {
+			t.Errorf("ps entry %+v", m)
+		}
+	}
+	if ps.Models[1].Details.ParameterSize != "293K" || ps.Models[1].Details.QuantizationLevel != "F32" {
+		t.Errorf("stories details %+v", ps.Models[1].Details)
+	}
+	// Tadpole's extras.
+	resp, err := http.Get(ts.URL + "/api/ps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Models []struct {
+			Tadpole struct {
+				Processor  string `json:"processor"`
+				SlotsTotal int    `json:"slots_total"`
+			} `json:"tadpole"`
+		} `json:"models"`
+	}
+	json.NewDecoder(resp.Body).Decode(&raw)
+	resp.Body.Close()
+	if raw.Models[0].Tadpole.Processor != "100% CPU" || raw.Models[0].Tadpole.SlotsTotal != 4 {
+		t.Fatalf("extras %+v", raw.Models[0].Tadpole)
+	}
+	// keep_alive 0 unloads.
+	if err := ts.Client.Generate(context.Background(), &ollama.GenerateRequest{Model: "stories", KeepAlive: &ollama.Duration{Duration: 0}}, func(ollama.GenerateResponse) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := ts.Client.ListRunning(context.Background()); len(ps.Models) != 1 {
+		t.Fatalf("after unload: %+v", ps.Models)
+	}
+}

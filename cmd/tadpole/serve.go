@@ -49,7 +49,8 @@ func serve(args []string) error {
 	modelsDir := fs.String("models", env("TADPOLE_MODELS", defaultModelsDir()), "directory of models (TADPOLE_MODELS)")
 	parallel := fs.Int("parallel", envInt("TADPOLE_NUM_PARALLEL", 4), "parallel requests per loaded model (TADPOLE_NUM_PARALLEL)")
 	numCtx := fs.Int("context-length", envInt("TADPOLE_CONTEXT_LENGTH", 0), "default context per request in tokens; 0: min(4096, the model's) (TADPOLE_CONTEXT_LENGTH)")
-	maxLoaded := fs.Int("max-loaded-models", envInt("TADPOLE_MAX_LOADED_MODELS", 3), "most model instances loaded at once (TADPOLE_MAX_LOADED_MODELS)")
+	maxLoaded := fs.Int("max-loaded-models", envInt("TADPOLE_MAX_LOADED_MODELS", 0), "most model instances loaded at once; 0: as many as fit in memory (TADPOLE_MAX_LOADED_MODELS)")
+	maxQueue := fs.Int("max-queue", envInt("TADPOLE_MAX_QUEUE", 512), "most requests waiting for a slot before answering 503 (TADPOLE_MAX_QUEUE)")
 	keepAlive := fs.String("keep-alive", env("TADPOLE_KEEP_ALIVE", "5m"), "how long an idle model stays loaded; negative: forever (TADPOLE_KEEP_ALIVE)")
 	threads := fs.Int("threads", envInt("TADPOLE_NUM_THREADS", 0), "CPU threads per model; 0: all CPUs (TADPOLE_NUM_THREADS)")
 	flash := fs.String("flash-attention", env("TADPOLE_FLASH_ATTENTION", "on"), "flash attention: on, off or auto (TADPOLE_FLASH_ATTENTION)")
@@ -92,7 +93,7 @@ func serve(args []string) error {
 		ModelsDir: *modelsDir,
 		Sched: sched.Config{
 			Parallel: *parallel, NumCtx: *numCtx, MaxLoaded: *maxLoaded, KeepAlive: ka.Duration,
-			Threads: *threads, FlashAttn: fa, KVType: *kvType,
+			Threads: *threads, FlashAttn: fa, KVType: *kvType, MaxQueue: *maxQueue,
 		},
 	})
 	addr := *host

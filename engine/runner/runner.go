@@ -208,6 +208,25 @@ func (r *Runner) Busy() int {
 	return n
 }
 
+// Waiting is the number of requests waiting for a slot.
+func (r *Runner) Waiting() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.waiting)
+}
+
+// Slots is the number of slots and how many are busy.
+func (r *Runner) Slots() (busy, total int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.slots {
+		if s.req != nil {
+			busy++
+		}
+	}
+	return busy, len(r.slots)
+}
+
 // Close stops the loop, ends every request with ErrClosed and frees the
 // context. The model stays loaded.
 func (r *Runner) Close() {

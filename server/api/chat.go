@@ -110,6 +110,18 @@ type ProcessModel struct {
 	ExpiresAt     time.Time    `json:"expires_at"`
 	SizeVRAM      int64        `json:"size_vram"`
 	ContextLength int          `json:"context_length"`
+	// Tadpole holds what Ollama's shape has no field for.
+	Tadpole *ProcessExtras `json:"tadpole,omitempty"`
+}
+
+// ProcessExtras are Tadpole's additions to /api/ps.
+type ProcessExtras struct {
+	Processor  string    `json:"processor"` // "100% CPU", "100% GPU", "48%/52% CPU/GPU"
+	Placement  any       `json:"placement"`
+	SlotsBusy  int       `json:"slots_busy"`
+	SlotsTotal int       `json:"slots_total"`
+	QueueDepth int       `json:"queue_depth"`
+	LoadedAt   time.Time `json:"loaded_at"`
 }
 
 // ProcessResponse is the answer of GET /api/ps.

@@ -32,6 +32,9 @@ const (
 	NotFound
 	LoadFailed
 	Internal
+	// Unavailable: the server is overloaded (the wait queue is full); the
+	// client should retry later (503 with Retry-After).
+	Unavailable
 )
 
 // Error is an error with a Kind.
@@ -146,6 +149,9 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 // instance's runner. The events end with a Done event; cancelling ctx ends
 // the generation before the next decode step.
 func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (<-chan runner.Event, error) {
+	if s.Sched.QueueFull() {
+		return nil, Errorf(Unavailable, "%v", sched.ErrQueueFull)
+	}
 	tokens, err := Prompt(in.Model, req)
 	if err != nil {
 		return nil, err

@@ -36,6 +36,7 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.POST("/api/chat", h.chat)
 	e.POST("/api/embed", h.embed)
 	e.POST("/api/embeddings", h.embeddings)
+	e.GET("/api/ps", h.ps)
 }
 
 // ErrorHandler writes every error as Ollama's {"error": "..."} with its
@@ -51,12 +52,24 @@ func ErrorHandler(err error, c echo.Context) {
 		code = he.Code
 		msg = fmt.Sprint(he.Message)
 	}
+	var ra *retryAfter
+	if errors.As(err, &ra) {
+		c.Response().Header().Set("Retry-After", RetryAfterSeconds)
+	}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(code)
 		return
 	}
 	_ = c.JSON(code, api.ErrorResponse{Error: msg})
 }
+
+// RetryAfterSeconds is the Retry-After hint of 503 answers.
+const RetryAfterSeconds = "5"
+
+// retryAfter is a 503 whose answer carries a Retry-After header.
+type retryAfter struct{ *echo.HTTPError }
+
+func (r *retryAfter) Unwrap() error { return r.HTTPError }
 
 func errorf(code int, format string, args ...any) error {
 	return echo.NewHTTPError(code, fmt.Sprintf(format, args...))
@@ -89,6 +102,11 @@ func inferError(err error) error {
 		code = http.StatusBadRequest
 	case infer.NotFound:
 		code = http.StatusNotFound
+	case infer.Unavailable:
+		code = http.StatusServiceUnavailable
+		he := echo.NewHTTPError(code, err.Error())
+		he.SetInternal(err)
+		return &retryAfter{he}
 	}
 	return errorf(code, "%v", err)
 }

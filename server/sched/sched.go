@@ -7,26 +7,36 @@ package sched
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/engine/gpu"
 	"github.com/tadpole-llm/tadpole/engine/runner"
+	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/server/api"
 )
 
 // Config are the server-wide settings of every model instance.
 type Config struct {
-	Parallel   int           // slots per instance
-	NumCtx     int           // default per-slot context (0: min(4096, model's))
-	MaxLoaded  int           // most instances loaded at once (0: 3)
-	KeepAlive  time.Duration // default keep_alive: 0 unloads after each request, negative never
-	Threads    int
-	FlashAttn  engine.FlashAttention
-	KVType     string
-	BackendDir string
+	Parallel  int           // slots per instance
+	NumCtx    int           // default per-slot context (0: min(4096, model's))
+	MaxLoaded int           // most instances loaded at once (0: as many as fit)
+	KeepAlive time.Duration // default keep_alive: 0 unloads after each request, negative never
+	Threads   int
+	FlashAttn engine.FlashAttention
+	KVType    string
+	// MaxQueue bounds the requests waiting for a slot across every
+	// instance (0: 512); past it requests are refused with ErrQueueFull.
+	MaxQueue int
+	// GPUs is the GPU inventory (nil: NVML).
+	GPUs gpu.Inventory
+	// MemoryBytes is the host memory models may use (0: the machine's
+	// total memory, from /proc/meminfo).
+	MemoryBytes uint64
 }
 
 // Key identifies a model instance: the file and every option that changes
@@ -58,6 +68,8 @@ type Instance struct {
 	Runner       *runner.Runner
 	LoadDuration time.Duration
 	LoadedAt     time.Time
+	Placement    Placement
+	NumCtx       int // per-slot context
 
 	refs      int
 	expiresAt time.Time // zero: never (while idle)
@@ -70,8 +82,29 @@ type Instance struct {
 	embedCtx *engine.Context
 }
 
-// ExpiresAt is when an idle instance will be unloaded (zero: never or busy).
-func (in *Instance) ExpiresAt() time.Time { return in.expiresAt }
+// Status is a snapshot of a loaded instance for /api/ps.
+type Status struct {
+	*Instance
+	Requests  int       // requests holding the instance
+	ExpiresAt time.Time // when it unloads if it stays idle (zero: never, or busy)
+}
+
+// Status lists the loaded instances (not those still loading).
+func (s *Scheduler) Status() []Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Status
+	for _, in := range s.loaded {
+		select {
+		case <-in.ready:
+			if in.err == nil {
+				out = append(out, Status{Instance: in, Requests: in.refs, ExpiresAt: in.expiresAt})
+			}
+		default:
+		}
+	}
+	return out
+}
 
 // Scheduler is the model cache.
 type Scheduler struct {
@@ -81,13 +114,22 @@ type Scheduler struct {
 	changed chan struct{} // closed and replaced whenever an instance is released or unloaded
 }
 
+// ErrQueueFull is returned when MaxQueue requests already wait.
+var ErrQueueFull = errors.New("too many requests waiting; try again later")
+
 // New creates a scheduler.
 func New(cfg Config) *Scheduler {
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 1
 	}
-	if cfg.MaxLoaded <= 0 {
-		cfg.MaxLoaded = 3
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = 512
+	}
+	if cfg.GPUs == nil {
+		cfg.GPUs = gpu.NVML()
+	}
+	if cfg.MemoryBytes == 0 {
+		cfg.MemoryBytes = totalMemory()
 	}
 	return &Scheduler{cfg: cfg, loaded: map[Key]*Instance{}, changed: make(chan struct{})}
 }
@@ -95,10 +137,15 @@ func New(cfg Config) *Scheduler {
 // Config is the scheduler's configuration.
 func (s *Scheduler) Config() Config { return s.cfg }
 
-// Acquire returns a loaded instance for key, loading it (and evicting idle
-// instances to make room) when needed. The caller must Release it. The
-// load duration is non-zero when this call loaded the model.
+// Acquire returns a loaded instance for key, loading it when needed. To
+// make room it unloads idle instances, least recently used first; when
+// only busy instances are in the way it waits for them. The caller must
+// Release the instance. The load duration is non-zero when this call
+// loaded the model.
 func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instance, time.Duration, error) {
+	// The estimate is made once, and only when the instance is not loaded.
+	var est *Estimate
+	nctx := 0
 	for {
 		s.mu.Lock()
 		if in, ok := s.loaded[key]; ok {
@@ -117,23 +164,49 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 			}
 			return in, 0, nil
 		}
-		if len(s.loaded) >= s.cfg.MaxLoaded && !s.evictOneLocked() {
-			// Every instance is busy: wait until one is released.
-			ch := s.changed
+		if est == nil {
 			s.mu.Unlock()
-			select {
-			case <-ch:
+			f, err := gguf.Open(key.Path)
+			if err != nil {
+				return nil, 0, fmt.Errorf("load: %w", err)
+			}
+			nctx = s.numCtx(key, f)
+			e, err := EstimateMemory(f, nctx*s.cfg.Parallel, s.cfg.KVType, batchSize(key))
+			if err != nil {
+				return nil, 0, fmt.Errorf("load %s: %w", key.Path, err)
+			}
+			est = &e
+			continue
+		}
+		place, fits, err := s.placeLocked(*est, key.NumGPU)
+		if !fits || (s.cfg.MaxLoaded > 0 && len(s.loaded) >= s.cfg.MaxLoaded) {
+			if s.evictOneLocked() {
+				s.mu.Unlock()
 				continue
-			case <-ctx.Done():
-				return nil, 0, ctx.Err()
+			}
+			if s.busyLocked() {
+				// Only busy instances are in the way: wait for one.
+				ch := s.changed
+				s.mu.Unlock()
+				select {
+				case <-ch:
+					continue
+				case <-ctx.Done():
+					return nil, 0, ctx.Err()
+				}
+			}
+			if err != nil {
+				// Nothing else is loaded and it still does not fit.
+				s.mu.Unlock()
+				return nil, 0, fmt.Errorf("load %s: %w", key.Path, err)
 			}
 		}
-		in := &Instance{Key: key, Name: name, refs: 1, ready: make(chan struct{})}
+		in := &Instance{Key: key, Name: name, refs: 1, ready: make(chan struct{}), Placement: place, NumCtx: nctx}
 		s.loaded[key] = in
 		s.mu.Unlock()
 
 		t0 := time.Now()
-		in.Model, in.Runner, in.err = s.load(key)
+		in.Model, in.Runner, in.err = s.load(key, nctx, place)
 		in.LoadDuration = time.Since(t0)
 		in.LoadedAt = time.Now()
 		close(in.ready)
@@ -144,28 +217,90 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 			s.mu.Unlock()
 			return nil, 0, in.err
 		}
-		slog.Info("model loaded", "model", name, "path", key.Path, "num_ctx", in.Runner.Config().NumCtx,
-			"parallel", in.Runner.Config().Parallel, "took", in.LoadDuration.Round(time.Millisecond))
+		slog.Info("model loaded", "model", name, "path", key.Path, "num_ctx", nctx, "parallel", s.cfg.Parallel,
+			"placement", place.Reason, "gpu_layers", place.GPULayers, "processor", place.Processor(),
+			"estimated_mib", place.EstimatedBytes>>20, "weights_mib", in.Model.Meta.SizeBytes>>20,
+			"took", in.LoadDuration.Round(time.Millisecond))
 		return in, in.LoadDuration, nil
 	}
 }
 
-func (s *Scheduler) load(key Key) (*engine.Model, *runner.Runner, error) {
+// numCtx is an instance's per-slot context: the request's num_ctx, else
+// the server's default, else min(4096, the model's training context).
+func (s *Scheduler) numCtx(key Key, f *gguf.File) int {
+	switch {
+	case key.NumCtx > 0:
+		return key.NumCtx
+	case s.cfg.NumCtx > 0:
+		return s.cfg.NumCtx
+	}
+	if n := int(f.ContextLength()); n > 0 {
+		return min(4096, n)
+	}
+	return 2048
+}
+
+func batchSize(key Key) int {
+	if key.NumBatch > 0 {
+		return key.NumBatch
+	}
+	return 512
+}
+
+// placeLocked places an estimate in what the loaded instances leave free.
+// fits is false when the model does not fit, or fits worse (fewer layers
+// on GPUs) than it would with nothing else loaded.
+func (s *Scheduler) placeLocked(e Estimate, numGPU int) (Placement, bool, error) {
+	devs, err := s.cfg.GPUs.Devices()
+	if err != nil {
+		slog.Warn("GPU inventory failed; placing on the CPU", "error", err)
+		devs = nil
+	}
+	empty := append([]gpu.Device(nil), devs...)
+	for i := range empty {
+		empty[i].FreeBytes = empty[i].TotalBytes
+	}
+	ideal, _ := Place(e, empty, numGPU, s.cfg.MemoryBytes)
+	cpuUsed := uint64(0)
+	for _, in := range s.loaded {
+		p := in.Placement
+		cpuUsed += p.EstimatedBytes - min(p.EstimatedBytes, p.EstimatedGPUBytes)
+		// NVML's free memory already counts loaded models; a fake
+		// inventory's does not: take the smaller of the two views.
+		if len(p.GPUs) > 0 {
+			share := p.EstimatedGPUBytes / uint64(len(p.GPUs))
+			for i := range devs {
+				for _, g := range p.GPUs {
+					if devs[i].Index == g {
+						left := devs[i].TotalBytes - min(devs[i].TotalBytes, share)
+						devs[i].FreeBytes = min(devs[i].FreeBytes, left)
+						devs[i].TotalBytes = left
+					}
+				}
+			}
+		}
+	}
+	cpuFree := s.cfg.MemoryBytes - min(s.cfg.MemoryBytes, cpuUsed)
+	p, err := Place(e, devs, numGPU, cpuFree)
+	return p, err == nil && p.GPULayers >= ideal.GPULayers, err
+}
+
+func (s *Scheduler) busyLocked() bool {
+	for _, in := range s.loaded {
+		if in.refs > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Scheduler) load(key Key, nctx int, place Placement) (*engine.Model, *runner.Runner, error) {
 	m, err := engine.LoadModel(key.Path, engine.ModelParams{
-		GPULayers: key.NumGPU, MainGPU: key.MainGPU, NoMMap: key.NoMMap, MLock: key.MLock,
+		GPULayers: place.GPULayers, MainGPU: mainGPU(key, place), TensorSplit: place.TensorSplit,
+		NoMMap: key.NoMMap, MLock: key.MLock,
 	})
 	if err != nil {
 		return nil, nil, err
-	}
-	nctx := key.NumCtx
-	if nctx <= 0 {
-		nctx = s.cfg.NumCtx
-	}
-	if nctx <= 0 {
-		nctx = min(4096, m.Meta.ContextLength)
-		if nctx <= 0 {
-			nctx = 2048
-		}
 	}
 	threads := key.NumThread
 	if threads <= 0 {
@@ -180,6 +315,26 @@ func (s *Scheduler) load(key Key) (*engine.Model, *runner.Runner, error) {
 		return nil, nil, fmt.Errorf("load %s: %w", key.Path, err)
 	}
 	return m, r, nil
+}
+
+func mainGPU(key Key, p Placement) int {
+	if key.MainGPU > 0 || len(p.GPUs) == 0 {
+		return key.MainGPU
+	}
+	return p.GPUs[0]
+}
+
+// QueueFull reports whether MaxQueue requests already wait for slots.
+func (s *Scheduler) QueueFull() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	waiting := 0
+	for _, in := range s.loaded {
+		if in.Runner != nil {
+			waiting += in.Runner.Waiting()
+		}
+	}
+	return waiting >= s.cfg.MaxQueue
 }
 
 // Release returns an instance after a request. keepAlive is how long it
