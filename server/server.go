@@ -10,11 +10,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/ollama"
 	"github.com/tadpole-llm/tadpole/server/sched"
+	"github.com/tadpole-llm/tadpole/server/telemetry"
 )
 
 // Config configures a server.
@@ -25,9 +27,10 @@ type Config struct {
 
 // Server serves every API dialect over one model store and scheduler.
 type Server struct {
-	echo  *echo.Echo
-	sched *sched.Scheduler
-	http  *http.Server
+	echo      *echo.Echo
+	sched     *sched.Scheduler
+	telemetry *telemetry.Telemetry
+	http      *http.Server
 }
 
 // New builds a server; it loads no model until a request needs one.
@@ -36,11 +39,19 @@ func New(cfg Config) *Server {
 	e.HideBanner, e.HidePort = true, true
 	e.Use(middleware.RequestID())
 	e.Use(middleware.Recover())
-	e.Use(requestLog)
 	e.HTTPErrorHandler = ollama.ErrorHandler
 	s := &Server{echo: e, sched: sched.New(cfg.Sched)}
+	tel, err := telemetry.New(telemetry.Sources{Sched: s.sched, GPUs: s.sched.Config().GPUs})
+	if err != nil {
+		slog.Error("telemetry disabled", "error", err)
+	}
+	s.telemetry = tel
+	e.Use(s.requestLog)
+	if tel != nil {
+		e.GET("/metrics", echo.WrapHandler(tel.Handler()))
+	}
 	store := &models.Store{Dir: cfg.ModelsDir}
-	h := &ollama.Handler{Store: store, Sched: s.sched, Infer: &infer.Service{Store: store, Sched: s.sched}}
+	h := &ollama.Handler{Store: store, Sched: s.sched, Infer: &infer.Service{Store: store, Sched: s.sched, Telemetry: tel}}
 	h.Register(e)
 	return s
 }
@@ -66,18 +77,30 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = s.http.Shutdown(ctx)
 	}
 	s.sched.Close()
+	if s.telemetry != nil {
+		s.telemetry.Shutdown(ctx)
+	}
 	return err
 }
 
-func requestLog(next echo.HandlerFunc) echo.HandlerFunc {
+// requestLog logs, counts and traces every request. Handlers that know
+// the model put its name in the context under "model".
+func (s *Server) requestLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
+		req := c.Request()
+		ctx, span := s.telemetry.Start(req.Context(), req.Method+" "+c.Path())
+		c.SetRequest(req.WithContext(ctx))
 		err := next(c)
 		if err != nil {
 			c.Error(err)
 		}
-		req, res := c.Request(), c.Response()
-		slog.Info("request", "method", req.Method, "path", req.URL.Path, "status", res.Status,
+		res := c.Response()
+		model, _ := c.Get("model").(string)
+		s.telemetry.Request(ctx, c.Path(), model, res.Status)
+		span.SetAttributes(attribute.Int("http.status_code", res.Status), attribute.String("model", model))
+		span.End()
+		slog.Info("request", "method", req.Method, "path", req.URL.Path, "status", res.Status, "model", model,
 			"took", time.Since(start).Round(time.Microsecond), "id", res.Header().Get(echo.HeaderXRequestID))
 		return nil
 	}

@@ -480,3 +480,52 @@ func TestPs(t *testing.T) {
 		t.Fatalf("after unload: %+v", ps.Models)
 	}
 }
+
+func TestMetrics(t *testing.T) {
+	ts := startServer(t)
+	for i := 0; i < 3; i++ {
+		if err := ts.Client.Generate(context.Background(), &ollama.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(5)}, func(ollama.GenerateResponse) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts.Client.Generate(context.Background(), &ollama.GenerateRequest{Model: "nope", Prompt: "x"}, func(ollama.GenerateResponse) error { return nil })
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// Parse the exposition format: every sample line is name{labels} value.
+	families := map[string]bool{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name := line[:strings.IndexAny(line, "{ ")]
+		families[name] = true
+	}
+	for _, want := range []string{
+		"tadpole_requests_total", "tadpole_tokens_total", "tadpole_generations_total",
+		"tadpole_time_to_first_token_seconds_bucket", "tadpole_token_latency_seconds_bucket",
+		"tadpole_queue_wait_seconds_bucket", "tadpole_model_load_seconds_bucket",
+		"tadpole_models_loaded", "tadpole_slots_busy", "tadpole_slots", "tadpole_queue_depth",
+	} {
+		if !families[want] {
+			t.Errorf("metric %s missing", want)
+		}
+	}
+	text := string(body)
+	for _, want := range []string{
+		`tadpole_requests_total{endpoint="/api/generate",model="stories",status="200"} 3`,
+		`tadpole_requests_total{endpoint="/api/generate",model="nope",status="404"} 1`,
+		`tadpole_tokens_total{direction="out",model="stories:latest"} 15`,
+		`tadpole_models_loaded 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}

@@ -70,7 +70,9 @@ type Stats struct {
 	PromptEvalDuration time.Duration
 	EvalCount          int // generated tokens
 	EvalDuration       time.Duration
-	CachedTokens       int // prompt tokens reused from a slot's cache
+	CachedTokens       int           // prompt tokens reused from a slot's cache
+	QueueWait          time.Duration // from Generate to getting a slot
+	TimeToFirstToken   time.Duration // from Generate to the first generated token
 }
 
 // Event is one piece of a request's output. The last event has Done set,

@@ -65,7 +65,7 @@ func (r *Runner) start(s *slot, q *request) {
 	s.generated = s.generated[:0]
 	s.detok = engine.Detokenizer{}
 	s.stop = stopMatcher{stops: nonEmpty(q.Stop)}
-	s.stats = Stats{PromptTokens: len(prompt), CachedTokens: common}
+	s.stats = Stats{PromptTokens: len(prompt), CachedTokens: common, QueueWait: time.Since(q.queued)}
 }
 
 func nonEmpty(ss []string) []string {
@@ -165,6 +165,9 @@ func (r *Runner) sample(s *slot) {
 	if r.model.IsEOG(t) {
 		r.finish(s, "stop", nil)
 		return
+	}
+	if len(s.generated) == 0 {
+		s.stats.TimeToFirstToken = time.Since(q.queued)
 	}
 	s.generated = append(s.generated, t)
 	s.stats.EvalCount++

@@ -16,11 +16,15 @@ import (
 	"text/template"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/sched"
+	"github.com/tadpole-llm/tadpole/server/telemetry"
 )
 
 // Kind classifies errors so each dialect can answer with its own status
@@ -95,8 +99,9 @@ type Request struct {
 
 // Service runs requests.
 type Service struct {
-	Store *models.Store
-	Sched *sched.Scheduler
+	Store     *models.Store
+	Sched     *sched.Scheduler
+	Telemetry *telemetry.Telemetry // may be nil
 }
 
 // Instance is an acquired model instance; Release must be called once.
@@ -138,6 +143,12 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 		}
 		return nil, Errorf(LoadFailed, "model %q cannot be loaded: %v", model, err)
 	}
+	if loadDur > 0 {
+		s.Telemetry.Load(ctx, name, loadDur)
+		_, span := s.Telemetry.Start(ctx, "load", trace.WithTimestamp(time.Now().Add(-loadDur)))
+		span.SetAttributes(attribute.String("model", name), attribute.String("processor", in.Placement.Processor()))
+		span.End()
+	}
 	ka := s.Sched.Config().KeepAlive
 	if keepAlive != nil {
 		ka = *keepAlive
@@ -172,7 +183,37 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (<-chan
 	if err != nil {
 		return nil, Errorf(BadRequest, "%v", err)
 	}
-	return events, nil
+	return s.observe(ctx, in.Name, len(tokens), events), nil
+}
+
+// observe passes a generation's events through, recording its metrics and
+// spans (generate, with queue, prefill and decode children) when it ends.
+func (s *Service) observe(ctx context.Context, model string, promptTokens int, events <-chan runner.Event) <-chan runner.Event {
+	start := time.Now()
+	ctx, span := s.Telemetry.Start(ctx, "generate", trace.WithAttributes(attribute.String("model", model), attribute.Int("prompt_tokens", promptTokens)))
+	out := make(chan runner.Event, 8)
+	go func() {
+		defer close(out)
+		for ev := range events {
+			out <- ev
+			if !ev.Done {
+				continue
+			}
+			st := ev.Stats
+			s.Telemetry.Generation(ctx, model, ev)
+			child := func(name string, from time.Time, d time.Duration) {
+				_, c := s.Telemetry.Start(ctx, name, trace.WithTimestamp(from))
+				c.End(trace.WithTimestamp(from.Add(d)))
+			}
+			child("queue", start, st.QueueWait)
+			child("prefill", start.Add(st.QueueWait), st.PromptEvalDuration)
+			child("decode", start.Add(st.QueueWait+st.PromptEvalDuration), st.EvalDuration)
+			span.SetAttributes(attribute.Int("prompt_eval_count", st.PromptEvalCount), attribute.Int("eval_count", st.EvalCount),
+				attribute.String("done_reason", ev.DoneReason))
+			span.End()
+		}
+	}()
+	return out
 }
 
 // Prompt renders and tokenizes a request's prompt.

@@ -25,6 +25,7 @@ func (h *Handler) chat(c echo.Context) error {
 	if req.Model == "" {
 		return errorf(http.StatusBadRequest, "model is required")
 	}
+	c.Set("model", req.Model)
 	opts, err := options(req.Options)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ func (h *Handler) embed(c echo.Context) error {
 	if req.Model == "" {
 		return errorf(http.StatusBadRequest, "model is required")
 	}
+	c.Set("model", req.Model)
 	inputs, err := embedInputs(req.Input)
 	if err != nil {
 		return err
@@ -103,6 +104,7 @@ func (h *Handler) embeddings(c echo.Context) error {
 	if req.Model == "" {
 		return errorf(http.StatusBadRequest, "model is required")
 	}
+	c.Set("model", req.Model)
 	opts, err := options(req.Options)
 	if err != nil {
 		return err

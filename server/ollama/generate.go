@@ -44,6 +44,7 @@ func (h *Handler) generate(c echo.Context) error {
 	if req.Model == "" {
 		return errorf(http.StatusBadRequest, "model is required")
 	}
+	c.Set("model", req.Model)
 	opts, err := options(req.Options)
 	if err != nil {
 		return err
