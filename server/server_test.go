@@ -36,8 +36,7 @@ func startServer(t *testing.T) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	link := func(src, name string) {
-		abs, _ := filepath.Abs(src)
-		if err := os.Symlink(abs, filepath.Join(dir, name)); err != nil {
+		if err := linkFile(src, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -64,6 +63,15 @@ func startServer(t *testing.T) *testServer {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// linkFile makes dst a symbolic link to src's absolute path.
+func linkFile(src, dst string) error {
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		return err
+	}
+	return os.Symlink(abs, dst)
+}
 
 func greedyOpts(n int) map[string]any {
 	return map[string]any{"temperature": 0, "num_predict": n}

@@ -1,0 +1,52 @@
+package server
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/sched"
+)
+
+// FuzzOllamaDecoders sends arbitrary bodies to every Ollama endpoint that
+// decodes JSON: whatever the input, the answer is a status code and a
+// body, never a panic or a hung request. The models directory holds the
+// demo model, so well-formed requests run for real (with tiny limits).
+func FuzzOllamaDecoders(f *testing.F) {
+	for _, seed := range []string{
+		`{"model":"stories","prompt":"Once","options":{"num_predict":2,"temperature":0}}`,
+		`{"model":"stories","messages":[{"role":"user","content":"hi"}],"options":{"num_predict":2}}`,
+		`{"model":"stories","input":["a","b"]}`,
+		`{"model":"stories","prompt":"x","options":{"num_predict":"2"}}`,
+		`{"model":"stories","prompt":"x","keep_alive":"-1m","options":{"stop":["a"],"num_predict":1}}`,
+		`{"model":"../x","prompt":"x"}`,
+		`{"model":"stories","prompt":"x","context":[1,2,99999],"options":{"num_predict":1}}`,
+		`{"model":"stories","prompt":"","context":[-5]}`,
+		`{`, `null`, `[]`, `"str"`, ``,
+	} {
+		f.Add(seed)
+	}
+	dir := f.TempDir()
+	if err := linkFile(testmodels.Testdata("stories260K.gguf"), dir+"/stories.gguf"); err != nil {
+		f.Fatal(err)
+	}
+	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 64, KeepAlive: time.Minute, Threads: 1, FlashAttn: engine.FlashAttentionOn}})
+	f.Cleanup(func() { srv.Shutdown(f.Context()) })
+	h := srv.Handler()
+	paths := []string{"/api/generate", "/api/chat", "/api/embed", "/api/embeddings"}
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, p := range paths {
+			req := httptest.NewRequest(http.MethodPost, p, bytes.NewBufferString(body))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code == 0 || rec.Body.Len() == 0 {
+				t.Fatalf("%s %q: status %d, empty body", p, body, rec.Code)
+			}
+		}
+	})
+}
