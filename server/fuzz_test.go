@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -40,7 +41,12 @@ func FuzzOllamaDecoders(f *testing.F) {
 	paths := []string{"/api/generate", "/api/chat", "/api/embed", "/api/embeddings"}
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, p := range paths {
-			req := httptest.NewRequest(http.MethodPost, p, bytes.NewBufferString(body))
+			// A request may legitimately generate without end (num_predict
+			// -1 on a model that never says EOS): cut it off like a client
+			// that gives up.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			req := httptest.NewRequestWithContext(ctx, http.MethodPost, p, bytes.NewBufferString(body))
 			req.Header.Set("Content-Type", "application/json")
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
