@@ -22,11 +22,7 @@ func (h *Handler) chat(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	if req.Model == "" {
-		return errorf(http.StatusBadRequest, "model is required")
-	}
-	c.Set("model", req.Model)
-	opts, err := options(req.Options)
+	opts, err := prepare(c, req.Model, req.Options)
 	if err != nil {
 		return err
 	}

@@ -17,20 +17,16 @@ func (h *Handler) embed(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	if req.Model == "" {
-		return errorf(http.StatusBadRequest, "model is required")
+	opts, err := prepare(c, req.Model, req.Options)
+	if err != nil {
+		return err
 	}
-	c.Set("model", req.Model)
 	inputs, err := embedInputs(req.Input)
 	if err != nil {
 		return err
 	}
 	if req.Dimensions < 0 {
 		return errorf(http.StatusBadRequest, "dimensions must be positive")
-	}
-	opts, err := options(req.Options)
-	if err != nil {
-		return err
 	}
 	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, keepAlive(req.KeepAlive))
 	if err != nil {
@@ -101,11 +97,7 @@ func (h *Handler) embeddings(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	if req.Model == "" {
-		return errorf(http.StatusBadRequest, "model is required")
-	}
-	c.Set("model", req.Model)
-	opts, err := options(req.Options)
+	opts, err := prepare(c, req.Model, req.Options)
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,13 @@ import (
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
-// options applies a request's options over Ollama's defaults.
-func options(m map[string]any) (api.Options, error) {
+// prepare checks the model name of a decoded request, notes it for the
+// request log and metrics, and applies its options over Ollama's defaults.
+func prepare(c echo.Context, model string, m map[string]any) (api.Options, error) {
+	if model == "" {
+		return api.Options{}, errorf(http.StatusBadRequest, "model is required")
+	}
+	c.Set("model", model)
 	opts := api.DefaultOptions()
 	unknown, err := opts.Apply(m)
 	if err != nil {
@@ -41,11 +46,7 @@ func (h *Handler) generate(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	if req.Model == "" {
-		return errorf(http.StatusBadRequest, "model is required")
-	}
-	c.Set("model", req.Model)
-	opts, err := options(req.Options)
+	opts, err := prepare(c, req.Model, req.Options)
 	if err != nil {
 		return err
 	}
