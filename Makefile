@@ -21,7 +21,10 @@ export CGO_CXXFLAGS := $(ISA_FLAGS)
 LDFLAGS := -X 'github.com/tadpole-llm/tadpole/engine.BuildFlags=$(ISA_FLAGS)' \
            -X 'github.com/tadpole-llm/tadpole/engine.Version=$(VERSION)'
 
-.PHONY: all build run test bench fmt vet deps flags clean
+CUDA_ARCHITECTURES ?= 80;86;89;90
+LIBDIR ?= lib/tadpole
+
+.PHONY: all build run test bench fmt vet deps flags clean cuda gpu-check-tools
 
 all: build
 
@@ -55,5 +58,15 @@ BENCH_MODEL ?=
 bench: build
 	$(GO) run -ldflags "$(LDFLAGS)" ./scripts/bench $(BENCH_MODEL)
 
+# GPU backend (optional): ggml's CUDA backend as loadable libraries in
+# $(LIBDIR), found by bin/tadpole at start-up. Needs nvcc and cmake.
+cuda: deps
+	sh third_party/cuda/build.sh "$(OLLAMA_DIR)" "$(LIBDIR)" "$(CUDA_ARCHITECTURES)"
+
+# Tools scripts/gpu-check.sh carries to a CUDA host that has no Go.
+gpu-check-tools: deps
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/genmodel ./scripts/genmodel
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tadpole-bench ./scripts/bench
+
 clean:
-	rm -rf bin
+	rm -rf bin build

@@ -1,18 +1,25 @@
 package engine
 
 // #cgo CXXFLAGS: -std=c++17
-// #cgo LDFLAGS: -lm -lstdc++
+// #cgo LDFLAGS: -lm -lstdc++ -ldl
 // #include <stdlib.h>
+// #include <dlfcn.h>
 // #include "llama.h"
 // #include "ggml-backend.h"
 //
 // extern void tadpoleLog(int level, char *text, void *user);
+// static const char *tadpole_preload(const char *path) {
+//     if (dlopen(path, RTLD_NOW | RTLD_GLOBAL) == NULL) return dlerror();
+//     return NULL;
+// }
 // static void tadpole_log_init(void) { llama_log_set((ggml_log_callback)tadpoleLog, NULL); }
 import "C"
 
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -33,19 +40,55 @@ var Version = "dev"
 var initOnce sync.Once
 
 // Init initialises llama.cpp's backends once per process. backendDir, if
-// not empty, is a directory of loadable ggml backends (e.g. CUDA) loaded
-// before initialisation. Every other function in this package calls Init
-// with no directory if the caller has not.
+// not empty, is a directory of loadable ggml backends (libggml-cuda.so and
+// the libggml-base.so it links, from `make cuda`) loaded before
+// initialisation; a library that fails to load is logged with the reason
+// and the process goes on with the devices it has. Every other function in
+// this package calls Init with no directory if the caller has not.
 func Init(backendDir string) {
 	initOnce.Do(func() {
 		C.tadpole_log_init()
 		if backendDir != "" {
-			cs := C.CString(backendDir)
-			C.ggml_backend_load_all_from_path(cs)
-			C.free(unsafe.Pointer(cs))
+			loadBackends(backendDir)
 		}
 		C.llama_backend_init()
 	})
+}
+
+func loadBackends(dir string) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		slog.Info("no GPU backends", "dir", dir, "reason", "no such directory")
+		return
+	}
+	// The backends link libggml-base.so by name: load it from the same
+	// directory first so the dynamic linker finds it without
+	// LD_LIBRARY_PATH.
+	base := filepath.Join(dir, "libggml-base.so")
+	if _, err := os.Stat(base); err == nil {
+		cs := C.CString(base)
+		if msg := C.tadpole_preload(cs); msg != nil {
+			slog.Warn("GPU backend base library failed to load", "file", base, "reason", C.GoString(msg))
+		}
+		C.free(unsafe.Pointer(cs))
+	}
+	// Load every backend library of the directory ourselves (ggml's own
+	// directory scan is silent about failures in release builds).
+	libs, _ := filepath.Glob(filepath.Join(dir, "libggml-*.so"))
+	for _, lib := range libs {
+		if filepath.Base(lib) == "libggml-base.so" {
+			continue
+		}
+		takeLogErrors()
+		cs := C.CString(lib)
+		reg := C.ggml_backend_load(cs)
+		C.free(unsafe.Pointer(cs))
+		if reg == nil {
+			slog.Warn("GPU backend failed to load; going on without it", "file", lib, "reason", strings.Join(takeLogErrors(), "; "))
+			continue
+		}
+		slog.Info("GPU backend loaded", "file", lib, "backend", C.GoString(C.ggml_backend_reg_name(reg)),
+			"devices", int(C.ggml_backend_reg_dev_count(reg)))
+	}
 }
 
 // SystemInfo is llama.cpp's description of the CPU features the native code

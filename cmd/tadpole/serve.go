@@ -56,7 +56,7 @@ func serve(args []string) error {
 	threads := fs.Int("threads", envInt("TADPOLE_NUM_THREADS", 0), "CPU threads per model; 0: all CPUs (TADPOLE_NUM_THREADS)")
 	flash := fs.String("flash-attention", env("TADPOLE_FLASH_ATTENTION", "on"), "flash attention: on, off or auto (TADPOLE_FLASH_ATTENTION)")
 	kvType := fs.String("kv-cache-type", env("TADPOLE_KV_CACHE_TYPE", "f16"), "KV cache type: f16, q8_0, q4_0 … (TADPOLE_KV_CACHE_TYPE)")
-	backends := fs.String("backends", env("TADPOLE_BACKENDS", ""), "directory of GPU backend libraries to load (TADPOLE_BACKENDS)")
+	backends := fs.String("backends", env("TADPOLE_BACKENDS", ""), "directory of GPU backend libraries (default: lib/tadpole beside the binary) (TADPOLE_BACKENDS)")
 	logLevel := fs.String("log-level", env("TADPOLE_LOG_LEVEL", "info"), "debug, info, warn or error (TADPOLE_LOG_LEVEL)")
 	logFormat := fs.String("log-format", env("TADPOLE_LOG_FORMAT", "text"), "text or json (TADPOLE_LOG_FORMAT)")
 	fs.SortFlags = false
@@ -83,7 +83,7 @@ func serve(args []string) error {
 	if *parallel < 1 {
 		return fmt.Errorf("--parallel must be at least 1")
 	}
-	engine.Init(*backends)
+	engine.Init(backendDir(*backends))
 	ggmlGPUs := 0
 	for _, d := range engine.Devices() {
 		slog.Info("device", "name", d.Name, "description", d.Description, "type", d.Type,
@@ -141,6 +141,27 @@ func serve(args []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// backendDir is --backends, or lib/tadpole beside the binary
+// (bin/../lib/tadpole as `make cuda` lays it out, or ./lib/tadpole).
+func backendDir(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	for _, d := range []string{filepath.Join(filepath.Dir(exe), "..", "lib", "tadpole"), filepath.Join(filepath.Dir(exe), "lib", "tadpole")} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d
+		}
+	}
+	return ""
 }
 
 func parseFlash(s string) (engine.FlashAttention, error) {

@@ -34,7 +34,10 @@ func main() {
 	streamsFlag := flag.String("streams", "1,4,8", "concurrent streams to measure")
 	promptLen := flag.Int("prompt", 128, "prompt tokens for the prompt-eval measurement")
 	threads := flag.Int("threads", 0, "threads (0: all CPUs)")
+	backends := flag.String("backends", "", "directory of GPU backend libraries to load (lib/tadpole)")
+	gpuLayers := flag.Int("gpu-layers", 0, "layers to offload to the GPU (-1: all)")
 	flag.Parse()
+	engine.Init(*backends)
 	path := modelPath(flag.Arg(0))
 	var streams []int
 	for _, s := range strings.Split(*streamsFlag, ",") {
@@ -49,7 +52,7 @@ func main() {
 		maxStreams = max(maxStreams, s)
 	}
 
-	m, err := engine.LoadModel(path, engine.ModelParams{})
+	m, err := engine.LoadModel(path, engine.ModelParams{GPULayers: *gpuLayers})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -57,7 +60,11 @@ func main() {
 	fmt.Printf("model:      %s (%s, %s, %d params)\n", filepath.Base(path), m.Meta.Architecture, m.Meta.FileType, m.Meta.ParameterSize)
 	fmt.Printf("cpu flags:  %s\n", engine.BuildFlags)
 	fmt.Printf("system:     %s\n", engine.SystemInfo())
-	fmt.Printf("threads:    %d, tokens/stream: %d, flash attention on, unified KV\n\n", max(*threads, engine.DefaultThreads()), *n)
+	fmt.Printf("threads:    %d, tokens/stream: %d, flash attention on, unified KV, gpu layers %d\n", max(*threads, engine.DefaultThreads()), *n, *gpuLayers)
+	for _, d := range engine.Devices() {
+		fmt.Printf("device:     %s (%s), %d MiB free\n", d.Name, d.Description, d.FreeBytes>>20)
+	}
+	fmt.Println()
 
 	// Greedy, with end-of-generation tokens banned so that every stream
 	// generates exactly n tokens (random-weight models end early).

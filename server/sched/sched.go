@@ -206,6 +206,7 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 		s.mu.Unlock()
 
 		t0 := time.Now()
+		before := s.gpuFree(place.GPUs)
 		in.Model, in.Runner, in.err = s.load(key, nctx, place)
 		in.LoadDuration = time.Since(t0)
 		in.LoadedAt = time.Now()
@@ -221,6 +222,11 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 			"placement", place.Reason, "gpu_layers", place.GPULayers, "processor", place.Processor(),
 			"estimated_mib", place.EstimatedBytes>>20, "weights_mib", in.Model.Meta.SizeBytes>>20,
 			"took", in.LoadDuration.Round(time.Millisecond))
+		if len(place.GPUs) > 0 {
+			used := int64(before) - int64(s.gpuFree(place.GPUs))
+			slog.Info("GPU memory after load", "model", name, "estimated_gpu_mib", place.EstimatedGPUBytes>>20,
+				"nvml_used_mib", used>>20, "gpus", place.GPUs)
+		}
 		return in, in.LoadDuration, nil
 	}
 }
@@ -283,6 +289,24 @@ func (s *Scheduler) placeLocked(e Estimate, numGPU int) (Placement, bool, error)
 	cpuFree := s.cfg.MemoryBytes - min(s.cfg.MemoryBytes, cpuUsed)
 	p, err := Place(e, devs, numGPU, cpuFree)
 	return p, err == nil && p.GPULayers >= ideal.GPULayers, err
+}
+
+// gpuFree is the free memory of the given GPUs, summed, as the inventory
+// reports it now.
+func (s *Scheduler) gpuFree(indexes []int) uint64 {
+	if len(indexes) == 0 {
+		return 0
+	}
+	devs, _ := s.cfg.GPUs.Devices()
+	var free uint64
+	for _, d := range devs {
+		for _, i := range indexes {
+			if d.Index == i {
+				free += d.FreeBytes
+			}
+		}
+	}
+	return free
 }
 
 func (s *Scheduler) busyLocked() bool {
