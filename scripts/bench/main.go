@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -36,7 +37,9 @@ func main() {
 	threads := flag.Int("threads", 0, "threads (0: all CPUs)")
 	backends := flag.String("backends", "", "directory of GPU backend libraries to load (lib/tadpole)")
 	gpuLayers := flag.Int("gpu-layers", 0, "layers to offload to the GPU (-1: all)")
+	httpBench := flag.Bool("http", false, "also measure through a real server over HTTP (Ollama API)")
 	flag.Parse()
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	engine.Init(*backends)
 	path := modelPath(flag.Arg(0))
 	var streams []int
@@ -78,11 +81,32 @@ func main() {
 	pp := rawPrompt(m, *promptLen, *threads)
 	fmt.Printf("raw engine prompt eval (%d tokens): %.1f tok/s\n\n", *promptLen, pp)
 	fmt.Printf("decode: generated tokens per second of wall time, prompts included\n\n")
-	fmt.Printf("| streams | raw engine tok/s | runner tok/s | runner/raw | tokens raw/runner |\n|---|---|---|---|---|\n")
+	var srv *benchServer
+	if *httpBench {
+		srv = startServer(path, maxStreams, nctx, *threads, *gpuLayers)
+		defer srv.close()
+	}
+	fmt.Printf("| streams | raw engine tok/s | runner tok/s | runner/raw | tokens raw/runner |")
+	if srv != nil {
+		fmt.Printf(" HTTP tok/s | HTTP/raw | HTTP tokens |")
+	}
+	fmt.Printf("\n|---|---|---|---|---|")
+	if srv != nil {
+		fmt.Printf("---|---|---|")
+	}
+	fmt.Println()
 	for _, s := range streams {
 		raw, rawN := rawDecode(m, s, *n, nctx, *threads)
 		run, runN := runnerDecode(m, s, maxStreams, *n, nctx, *threads)
-		fmt.Printf("| %d | %.1f | %.1f | %.3f | %d/%d |\n", s, raw, run, run/raw, rawN, runN)
+		fmt.Printf("| %d | %.1f | %.1f | %.3f | %d/%d |", s, raw, run, run/raw, rawN, runN)
+		if srv != nil {
+			h, hN := srv.decode(m, s, *n)
+			fmt.Printf(" %.1f | %.3f | %d |", h, h/raw, hN)
+		}
+		fmt.Println()
+	}
+	if srv != nil {
+		fmt.Println("\nHTTP: Ollama's /api/generate, streaming, through the official client; end-of-generation is not banned there, so compare it where its token count matches.")
 	}
 }
 
