@@ -95,6 +95,8 @@ type Request struct {
 	// Priority orders requests waiting for a slot (higher first); jobs
 	// run below interactive requests (0).
 	Priority int
+
+	modelTemplate bool // Template came from the model's manifest
 }
 
 // Service runs requests.
@@ -108,6 +110,7 @@ type Service struct {
 type Instance struct {
 	*sched.Instance
 	Name         string // canonical model name, e.g. "stories:latest"
+	Entry        models.Entry
 	LoadDuration time.Duration
 	release      func()
 }
@@ -122,15 +125,9 @@ func (in *Instance) Release() {
 
 // Acquire resolves a model and gets a loaded instance for its options.
 func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, keepAlive *time.Duration) (*Instance, error) {
-	if model == "" {
-		return nil, Errorf(BadRequest, "model is required")
-	}
-	entry, err := s.Store.Resolve(model)
+	entry, err := s.resolve(model)
 	if err != nil {
-		if errors.Is(err, models.ErrNotFound) {
-			return nil, Errorf(NotFound, "model %q not found, try pulling it first", model)
-		}
-		return nil, Errorf(BadRequest, "%v", err)
+		return nil, err
 	}
 	name := entry.Name.String()
 	in, loadDur, err := s.Sched.Acquire(ctx, name, sched.KeyFor(entry.Path, opts))
@@ -153,7 +150,36 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 	if keepAlive != nil {
 		ka = *keepAlive
 	}
-	return &Instance{Instance: in, Name: name, LoadDuration: loadDur, release: func() { s.Sched.Release(in, ka) }}, nil
+	return &Instance{Instance: in, Name: name, Entry: entry, LoadDuration: loadDur, release: func() { s.Sched.Release(in, ka) }}, nil
+}
+
+func (s *Service) resolve(model string) (models.Entry, error) {
+	if model == "" {
+		return models.Entry{}, Errorf(BadRequest, "model is required")
+	}
+	entry, err := s.Store.Resolve(model)
+	if err != nil {
+		if errors.Is(err, models.ErrNotFound) {
+			return models.Entry{}, Errorf(NotFound, "model %q not found, try pulling it first", model)
+		}
+		return models.Entry{}, Errorf(BadRequest, "%v", err)
+	}
+	return entry, nil
+}
+
+// ModelOptions are the options a request to model starts from: Ollama's
+// defaults with the model's own parameters (its Modelfile's PARAMETER
+// lines) applied. The request's options go on top.
+func (s *Service) ModelOptions(model string) (api.Options, error) {
+	opts := api.DefaultOptions()
+	entry, err := s.resolve(model)
+	if err != nil {
+		return opts, err
+	}
+	if _, err := opts.Apply(entry.Params); err != nil {
+		return opts, Errorf(Internal, "model %q has invalid parameters: %v", model, err)
+	}
+	return opts, nil
 }
 
 // Start renders and tokenizes the request's prompt and queues it on the
@@ -163,6 +189,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (<-chan
 	if s.Sched.QueueFull() {
 		return nil, Errorf(Unavailable, "%v", sched.ErrQueueFull)
 	}
+	req = withModelDefaults(req, in.Entry)
 	tokens, err := Prompt(in.Model, req)
 	if err != nil {
 		return nil, err
@@ -216,6 +243,27 @@ func (s *Service) observe(ctx context.Context, model string, promptTokens int, e
 	return out
 }
 
+// withModelDefaults fills what the request leaves empty from the model's
+// manifest: its system prompt, its template and, before a chat, its
+// MESSAGE turns.
+func withModelDefaults(req *Request, e models.Entry) *Request {
+	r := *req
+	if r.System == "" {
+		r.System = e.System
+	}
+	if r.Template == "" && !r.Raw && e.Template != "" {
+		r.Template, r.modelTemplate = e.Template, true
+	}
+	if r.Chat && len(e.Messages) > 0 {
+		msgs := make([]Message, 0, len(e.Messages)+len(r.Messages))
+		for _, m := range e.Messages {
+			msgs = append(msgs, Message{Role: m.Role, Content: m.Content})
+		}
+		r.Messages = append(msgs, r.Messages...)
+	}
+	return &r
+}
+
 // Prompt renders and tokenizes a request's prompt.
 //
 // Completions: raw prompts as given; else the request's Go template; else
@@ -258,7 +306,12 @@ func completionPrompt(m *engine.Model, req *Request) (string, error) {
 	case req.Raw:
 		return req.Prompt, nil
 	case req.Template != "":
-		return execTemplate(req.Template, map[string]any{"System": req.System, "Prompt": req.Prompt, "Response": ""})
+		text, err := execTemplate(req.Template, map[string]any{"System": req.System, "Prompt": req.Prompt, "Response": ""})
+		if err == nil || !req.modelTemplate {
+			return text, err
+		}
+		slog.Warn("the model's TEMPLATE failed; using its chat template", "model", m.Path(), "error", err)
+		fallthrough
 	case m.Meta.ChatTemplate != "":
 		var msgs []Message
 		if req.System != "" {
@@ -277,7 +330,13 @@ func chatPrompt(m *engine.Model, req *Request) (string, error) {
 		msgs = append([]Message{{Role: "system", Content: req.System}}, msgs...)
 	}
 	if req.Template != "" {
-		return execTemplate(req.Template, map[string]any{"Messages": msgs, "System": req.System, "Prompt": lastUser(msgs), "Response": ""})
+		text, err := execTemplate(req.Template, map[string]any{"Messages": msgs, "System": req.System, "Prompt": lastUser(msgs), "Response": ""})
+		if err == nil || !req.modelTemplate {
+			return text, err
+		}
+		// A manifest template this renderer cannot run (Ollama templates
+		// may call functions it lacks): the GGUF's template instead.
+		slog.Warn("the model's TEMPLATE failed; using its chat template", "model", m.Path(), "error", err)
 	}
 	return applyChatTemplate(m, msgs)
 }

@@ -22,7 +22,7 @@ func (h *Handler) chat(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	opts, err := prepare(c, req.Model, req.Options)
+	opts, err := h.prepare(c, req.Model, req.Options)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ func (h *Handler) embed(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	opts, err := prepare(c, req.Model, req.Options)
+	opts, err := h.prepare(c, req.Model, req.Options)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (h *Handler) embeddings(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	opts, err := prepare(c, req.Model, req.Options)
+	opts, err := h.prepare(c, req.Model, req.Options)
 	if err != nil {
 		return err
 	}

@@ -16,13 +16,17 @@ import (
 )
 
 // prepare checks the model name of a decoded request, notes it for the
-// request log and metrics, and applies its options over Ollama's defaults.
-func prepare(c echo.Context, model string, m map[string]any) (api.Options, error) {
+// request log and metrics, and applies its options over the model's
+// (Ollama's defaults with the model's PARAMETER values).
+func (h *Handler) prepare(c echo.Context, model string, m map[string]any) (api.Options, error) {
 	if model == "" {
 		return api.Options{}, errorf(http.StatusBadRequest, "model is required")
 	}
 	c.Set("model", model)
-	opts := api.DefaultOptions()
+	opts, err := h.Infer.ModelOptions(model)
+	if err != nil {
+		return opts, inferError(err)
+	}
 	unknown, err := opts.Apply(m)
 	if err != nil {
 		return opts, errorf(http.StatusBadRequest, "%v", err)
@@ -46,7 +50,7 @@ func (h *Handler) generate(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	opts, err := prepare(c, req.Model, req.Options)
+	opts, err := h.prepare(c, req.Model, req.Options)
 	if err != nil {
 		return err
 	}
