@@ -47,6 +47,12 @@ func startServer(t *testing.T) *testServer {
 		t.Fatal(err)
 	}
 	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 4, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
+	return serveForTest(t, srv)
+}
+
+// serveForTest serves srv on a loopback port until the test ends.
+func serveForTest(t *testing.T, srv *Server) *testServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

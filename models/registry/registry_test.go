@@ -3,19 +3,19 @@ package registry
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
 
-// publish puts a model (the bigram test model plus a system layer) on the
-// test registry under ns/model:tag and returns the model layer's bytes.
-func publish(t *testing.T, reg *testRegistry, repo, tag string) []byte {
+// publish puts the bigram test model with a system layer on the test
+// registry under repo:tag and returns the model's bytes.
+func publish(t *testing.T, reg *registrytest.Server, repo, tag string) []byte {
 	t.Helper()
 	path := t.TempDir() + "/bigram.gguf"
 	if err := testmodels.WriteBigram(path); err != nil {
@@ -25,20 +25,7 @@ func publish(t *testing.T, reg *testRegistry, repo, tag string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	system := []byte("You are a test.")
-	config := []byte(`{"model_format":"gguf"}`)
-	m := models.Manifest{
-		SchemaVersion: 2, MediaType: models.MediaTypeManifest,
-		Config: models.Layer{MediaType: models.MediaTypeConfig, Digest: reg.addBlob(config), Size: int64(len(config))},
-		Layers: []models.Layer{
-			{MediaType: models.MediaTypeModel, Digest: reg.addBlob(gguf), Size: int64(len(gguf))},
-			{MediaType: models.MediaTypeSystem, Digest: reg.addBlob(system), Size: int64(len(system))},
-		},
-	}
-	raw, _ := json.Marshal(m)
-	reg.mu.Lock()
-	reg.manifests[repo+":"+tag] = raw
-	reg.mu.Unlock()
+	reg.PublishModel(repo, tag, gguf, "You are a test.")
 	return gguf
 }
 
@@ -52,14 +39,14 @@ func name(t *testing.T, s string) models.Name {
 }
 
 func TestPullAndPush(t *testing.T) {
-	reg := newTestRegistry()
-	defer reg.srv.Close()
+	reg := registrytest.New()
+	defer reg.Close()
 	gguf := publish(t, reg, "library/bigram", "latest")
 	st := &models.Store{Dir: t.TempDir()}
 	c := &Client{Insecure: true}
 	var statuses []string
 	var last Progress
-	err := c.Pull(context.Background(), st, name(t, reg.host()+"/library/bigram"), func(p Progress) {
+	err := c.Pull(context.Background(), st, name(t, reg.Host()+"/library/bigram"), func(p Progress) {
 		if len(statuses) == 0 || statuses[len(statuses)-1] != p.Status {
 			statuses = append(statuses, p.Status)
 		}
@@ -74,7 +61,7 @@ func TestPullAndPush(t *testing.T) {
 	if last.Status != "success" || statuses[0] != "pulling manifest" || !contains(statuses, "verifying sha256 digest") || !contains(statuses, "writing manifest") {
 		t.Fatalf("statuses %v", statuses)
 	}
-	e, err := st.Resolve(reg.host() + "/library/bigram")
+	e, err := st.Resolve(reg.Host() + "/library/bigram")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,35 +73,35 @@ func TestPullAndPush(t *testing.T) {
 		t.Fatal("pulled model differs")
 	}
 	// Pulling again downloads nothing.
-	before := len(reg.requests)
-	if err := c.Pull(context.Background(), st, name(t, reg.host()+"/library/bigram"), nil); err != nil {
+	before := len(reg.Requests)
+	if err := c.Pull(context.Background(), st, name(t, reg.Host()+"/library/bigram"), nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range reg.requests[before:] {
+	for _, r := range reg.Requests[before:] {
 		if strings.Contains(r, "/blobs/") {
 			t.Fatalf("re-pull fetched %s", r)
 		}
 	}
 	// Push it under another name; the registry then serves it.
-	if err := st.Copy(reg.host()+"/library/bigram", reg.host()+"/me/copy:v1"); err != nil {
+	if err := st.Copy(reg.Host()+"/library/bigram", reg.Host()+"/me/copy:v1"); err != nil {
 		t.Fatal(err)
 	}
 	var pushStatuses []string
-	if err := c.Push(context.Background(), st, name(t, reg.host()+"/me/copy:v1"), func(p Progress) { pushStatuses = append(pushStatuses, p.Status) }); err != nil {
+	if err := c.Push(context.Background(), st, name(t, reg.Host()+"/me/copy:v1"), func(p Progress) { pushStatuses = append(pushStatuses, p.Status) }); err != nil {
 		t.Fatal(err)
 	}
 	if pushStatuses[len(pushStatuses)-1] != "success" {
 		t.Fatalf("push statuses %v", pushStatuses)
 	}
 	st2 := &models.Store{Dir: t.TempDir()}
-	if err := c.Pull(context.Background(), st2, name(t, reg.host()+"/me/copy:v1"), nil); err != nil {
+	if err := c.Pull(context.Background(), st2, name(t, reg.Host()+"/me/copy:v1"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st2.Resolve(reg.host() + "/me/copy:v1"); err != nil {
+	if _, err := st2.Resolve(reg.Host() + "/me/copy:v1"); err != nil {
 		t.Fatal(err)
 	}
 	// Unknown models are ErrNotFound.
-	if err := c.Pull(context.Background(), st, name(t, reg.host()+"/library/nope"), nil); !errors.Is(err, ErrNotFound) {
+	if err := c.Pull(context.Background(), st, name(t, reg.Host()+"/library/nope"), nil); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown model: %v", err)
 	}
 }
@@ -122,19 +109,19 @@ func TestPullAndPush(t *testing.T) {
 // An interrupted download resumes where it stopped; the store never holds
 // a partial or corrupt blob.
 func TestPullResumesAndVerifies(t *testing.T) {
-	reg := newTestRegistry()
-	defer reg.srv.Close()
+	reg := registrytest.New()
+	defer reg.Close()
 	publish(t, reg, "library/bigram", "latest")
 	st := &models.Store{Dir: t.TempDir()}
 	// Every request of the first pull is cut after 100 KB: it fails after
 	// its retries, keeping what arrived.
-	reg.cutAfter, reg.cutCount = 100_000, 1000
+	reg.CutAfter, reg.CutCount = 100_000, 1000
 	c := &Client{Insecure: true, ChunkSize: 1 << 20}
-	err := c.Pull(context.Background(), st, name(t, reg.host()+"/library/bigram"), nil)
+	err := c.Pull(context.Background(), st, name(t, reg.Host()+"/library/bigram"), nil)
 	if err == nil {
 		t.Fatal("pull over a broken connection succeeded")
 	}
-	if _, err := st.Resolve(reg.host() + "/library/bigram"); err == nil {
+	if _, err := st.Resolve(reg.Host() + "/library/bigram"); err == nil {
 		t.Fatal("a manifest was written for an incomplete pull")
 	}
 	partials := 0
@@ -151,11 +138,11 @@ func TestPullResumesAndVerifies(t *testing.T) {
 	if partials != 1 {
 		t.Fatalf("%d partial blobs", partials)
 	}
-	reg.mu.Lock()
-	reg.cutCount = 0
-	reg.mu.Unlock()
+	reg.Mu.Lock()
+	reg.CutCount = 0
+	reg.Mu.Unlock()
 	var first Progress
-	err = c.Pull(context.Background(), st, name(t, reg.host()+"/library/bigram"), func(p Progress) {
+	err = c.Pull(context.Background(), st, name(t, reg.Host()+"/library/bigram"), func(p Progress) {
 		if strings.HasPrefix(p.Status, "pulling ") && p.Total > 100_000 && first.Status == "" {
 			first = p
 		}
@@ -167,22 +154,22 @@ func TestPullResumesAndVerifies(t *testing.T) {
 		t.Fatal("the second pull started from zero")
 	}
 	// A registry serving corrupt bytes: the blob is refused and removed.
-	reg2 := newTestRegistry()
-	defer reg2.srv.Close()
+	reg2 := registrytest.New()
+	defer reg2.Close()
 	publish(t, reg2, "library/bad", "latest")
-	reg2.mu.Lock()
-	for d, b := range reg2.blobs {
+	reg2.Mu.Lock()
+	for d, b := range reg2.Blobs {
 		if len(b) > 1000 {
-			reg2.corrupt = d
+			reg2.Corrupt = d
 		}
 	}
-	reg2.mu.Unlock()
+	reg2.Mu.Unlock()
 	st2 := &models.Store{Dir: t.TempDir()}
-	err = c.Pull(context.Background(), st2, name(t, reg2.host()+"/library/bad"), nil)
+	err = c.Pull(context.Background(), st2, name(t, reg2.Host()+"/library/bad"), nil)
 	if err == nil || !strings.Contains(err.Error(), "digest") {
 		t.Fatalf("corrupt blob: %v", err)
 	}
-	if st2.HasBlob(reg2.corrupt) {
+	if st2.HasBlob(reg2.Corrupt) {
 		t.Fatal("a corrupt blob entered the store")
 	}
 	ents, _ = os.ReadDir(st2.Dir + "/blobs")
@@ -194,12 +181,12 @@ func TestPullResumesAndVerifies(t *testing.T) {
 }
 
 func TestBearerToken(t *testing.T) {
-	reg := newTestRegistry()
-	defer reg.srv.Close()
-	reg.token = "s3cret"
+	reg := registrytest.New()
+	defer reg.Close()
+	reg.Token = "s3cret"
 	publish(t, reg, "library/bigram", "latest")
 	st := &models.Store{Dir: t.TempDir()}
-	if err := (&Client{Insecure: true}).Pull(context.Background(), st, name(t, reg.host()+"/library/bigram"), nil); err != nil {
+	if err := (&Client{Insecure: true}).Pull(context.Background(), st, name(t, reg.Host()+"/library/bigram"), nil); err != nil {
 		t.Fatal(err)
 	}
 }

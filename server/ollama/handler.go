@@ -37,6 +37,16 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.POST("/api/embed", h.embed)
 	e.POST("/api/embeddings", h.embeddings)
 	e.GET("/api/ps", h.ps)
+	e.GET("/api/tags", h.tags)
+	e.HEAD("/api/tags", h.tags)
+	e.POST("/api/show", h.show)
+	e.POST("/api/create", h.create)
+	e.POST("/api/copy", h.copyModel)
+	e.DELETE("/api/delete", h.deleteModel)
+	e.HEAD("/api/blobs/:digest", h.headBlob)
+	e.POST("/api/blobs/:digest", h.postBlob)
+	e.POST("/api/pull", h.pull)
+	e.POST("/api/push", h.push)
 }
 
 // ErrorHandler writes every error as Ollama's {"error": "..."} with its

@@ -1,14 +1,12 @@
 package ollama
 
 import (
-	"fmt"
 	"net/http"
 	"sort"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/server/api"
 )
 
@@ -29,9 +27,14 @@ func (h *Handler) ps(c echo.Context) error {
 			}
 		}
 		p := in.Placement
+		var details api.ModelDetails
+		digest := ""
+		if e, err := h.Store.Resolve(in.Name); err == nil {
+			details, digest = apiDetails(e.Details), e.Digest
+		}
 		resp.Models = append(resp.Models, api.ProcessModel{
 			Name: in.Name, Model: in.Name, Size: int64(p.EstimatedBytes), SizeVRAM: int64(p.EstimatedGPUBytes),
-			Details: Details(in.Model), ExpiresAt: exp, ContextLength: in.NumCtx,
+			Digest: digest, Details: details, ExpiresAt: exp, ContextLength: in.NumCtx,
 			Tadpole: &api.ProcessExtras{
 				Processor: p.Processor(), Placement: p, SlotsBusy: busy, SlotsTotal: total,
 				QueueDepth: in.Runner.Waiting(), LoadedAt: in.LoadedAt,
@@ -40,26 +43,4 @@ func (h *Handler) ps(c echo.Context) error {
 	}
 	sort.Slice(resp.Models, func(i, j int) bool { return resp.Models[i].Name < resp.Models[j].Name })
 	return c.JSON(http.StatusOK, resp)
-}
-
-// Details are Ollama's model details of a loaded model.
-func Details(m *engine.Model) api.ModelDetails {
-	return api.ModelDetails{
-		Format: "gguf", Family: m.Meta.Architecture, Families: []string{m.Meta.Architecture},
-		ParameterSize: ParameterSize(m.Meta.ParameterSize), QuantizationLevel: m.Meta.FileType,
-	}
-}
-
-// ParameterSize formats a parameter count the way Ollama shows it:
-// "260K", "1.1B", "8.0B".
-func ParameterSize(n uint64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.1fB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.0fM", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.0fK", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%d", n)
 }

@@ -1,0 +1,247 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	ollama "github.com/ollama/ollama/api"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/sched"
+)
+
+func fileDigest(t *testing.T, path string) (string, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), b
+}
+
+func TestModelLifecycle(t *testing.T) {
+	ts := startServer(t)
+	ctx := context.Background()
+	list, err := ts.Client.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, m := range list.Models {
+		names = append(names, m.Name)
+	}
+	// The bare files of the test store (old.gguf and junk.gguf are not
+	// GGUF models a store lists with details, but they are listed).
+	if !strings.Contains(strings.Join(names, ","), "bigram:latest") || !strings.Contains(strings.Join(names, ","), "stories:latest") {
+		t.Fatalf("list: %v", names)
+	}
+
+	// Create from an uploaded GGUF with parameters, a system prompt and a
+	// template, as the official client does (blobs first, then create).
+	digest, data := fileDigest(t, testmodels.Testdata("stories260K.gguf"))
+	if err := ts.Client.CreateBlob(ctx, digest, strings.NewReader(string(data))); err != nil {
+		t.Fatal(err)
+	}
+	var statuses []string
+	err = ts.Client.Create(ctx, &ollama.CreateRequest{
+		Model: "mystories", Files: map[string]string{"stories260K.gguf": digest},
+		System: "Tell a story.", Parameters: map[string]any{"temperature": 0, "num_predict": 12, "stop": []string{"Lily"}},
+		License: "MIT",
+	}, func(p ollama.ProgressResponse) error { statuses = append(statuses, p.Status); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if statuses[len(statuses)-1] != "success" {
+		t.Fatalf("create statuses %v", statuses)
+	}
+	show, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "mystories"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if show.System != "Tell a story." || show.License != "MIT" || !strings.Contains(show.Parameters, "num_predict") ||
+		!strings.Contains(show.Modelfile, "PARAMETER stop Lily") || show.Details.Family != "llama" || show.Details.QuantizationLevel != "F32" ||
+		show.ModelInfo["llama.context_length"] == nil {
+		t.Fatalf("show: %+v", show)
+	}
+	if show.ModelInfo["tokenizer.ggml.tokens"] != nil {
+		t.Fatal("vocabulary shown without verbose")
+	}
+	// The model's parameters apply: greedy, 12 tokens at most, stop at "Lily".
+	var got ollama.GenerateResponse
+	err = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "mystories", Prompt: "Once upon a time", Raw: true, Stream: ptr(false)},
+		func(r ollama.GenerateResponse) error { got = r; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Response != ", there was a little girl named " || got.DoneReason != "stop" {
+		t.Fatalf("model parameters not applied: %q %s", got.Response, got.DoneReason)
+	}
+	// Copy, then delete the original: the copy still works.
+	if err := ts.Client.Copy(ctx, &ollama.CopyRequest{Source: "mystories", Destination: "tales:v2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Client.Delete(ctx, &ollama.DeleteRequest{Model: "mystories"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "mystories"}); err == nil {
+		t.Fatal("deleted model still shown")
+	}
+	err = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "tales:v2", Prompt: "Once upon a time", Raw: true, Stream: ptr(false)},
+		func(r ollama.GenerateResponse) error { got = r; return nil })
+	if err != nil || got.Response != ", there was a little girl named " {
+		t.Fatalf("copy: %v %q", err, got.Response)
+	}
+	// A whole Modelfile (Tadpole's extra) FROM an existing model.
+	err = ts.Client.Create(ctx, &ollama.CreateRequest{Model: "short", From: "tales:v2", Parameters: map[string]any{"num_predict": 3}}, func(ollama.ProgressResponse) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Quantize on create (a model whose rows fit Q8_0's 32-wide blocks).
+	small := t.TempDir() + "/small.gguf"
+	if err := testmodels.WriteRandomLlama(small, testmodels.Small, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	sd, sdata := fileDigest(t, small)
+	if err := ts.Client.CreateBlob(ctx, sd, strings.NewReader(string(sdata))); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Client.Create(ctx, &ollama.CreateRequest{Model: "small-q8", Files: map[string]string{"s.gguf": sd}, Quantize: "q8_0"}, func(ollama.ProgressResponse) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if show, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "small-q8"}); err != nil || show.Details.QuantizationLevel != "Q8_0" {
+		t.Fatalf("quantized: %v %+v", err, show.Details)
+	}
+	// Bad input.
+	for _, tc := range []struct {
+		req  *ollama.CreateRequest
+		code int
+	}{
+		{&ollama.CreateRequest{Model: "x", From: "/etc/passwd"}, 400},
+		{&ollama.CreateRequest{Model: "x", From: "nope"}, 400},
+		{&ollama.CreateRequest{Model: "x", Files: map[string]string{"a": "sha256:" + strings.Repeat("0", 64)}}, 400},
+		{&ollama.CreateRequest{Model: "x", From: "tales:v2", Parameters: map[string]any{"tempurature": 1}}, 400},
+		{&ollama.CreateRequest{Model: "../x", From: "tales:v2"}, 400},
+	} {
+		err := ts.Client.Create(ctx, tc.req, func(ollama.ProgressResponse) error { return nil })
+		var se ollama.StatusError
+		if !asStatus(err, &se) || se.StatusCode != tc.code {
+			t.Errorf("create %+v: %v", tc.req, err)
+		}
+	}
+	if err := ts.Client.CreateBlob(ctx, "sha256:"+strings.Repeat("1", 64), strings.NewReader("data")); err == nil {
+		t.Fatal("a blob with the wrong digest was accepted")
+	}
+	if err := ts.Client.Delete(ctx, &ollama.DeleteRequest{Model: "nope"}); err == nil {
+		t.Fatal("deleting an unknown model succeeded")
+	}
+}
+
+// A model in use is not deleted under its requests.
+func TestDeleteBusyModel(t *testing.T) {
+	ts := startServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n := 0
+		ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "stories", Prompt: "Once", Options: map[string]any{"num_predict": -1}},
+			func(ollama.GenerateResponse) error {
+				if n++; n == 1 {
+					close(started)
+				}
+				return nil
+			})
+	}()
+	<-started
+	err := ts.Client.Delete(context.Background(), &ollama.DeleteRequest{Model: "stories"})
+	var se ollama.StatusError
+	if !asStatus(err, &se) || se.StatusCode != http.StatusConflict {
+		t.Fatalf("delete of a busy model: %v", err)
+	}
+	cancel()
+	<-done
+}
+
+func TestPullPushFromLocalRegistry(t *testing.T) {
+	ts := startServer(t)
+	reg := registrytest.New()
+	defer reg.Close()
+	path := t.TempDir() + "/bigram.gguf"
+	if err := testmodels.WriteBigram(path); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	reg.PublishModel("library/chatty", "latest", data, "Be nice.")
+	ctx := context.Background()
+	name := reg.Host() + "/library/chatty"
+	var last ollama.ProgressResponse
+	sawBytes := false
+	err := ts.Client.Pull(ctx, &ollama.PullRequest{Model: name, Insecure: true}, func(p ollama.ProgressResponse) error {
+		if p.Total > 0 && p.Completed > 0 {
+			sawBytes = true
+		}
+		last = p
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last.Status != "success" || !sawBytes {
+		t.Fatalf("pull progress: last %+v, bytes seen %v", last, sawBytes)
+	}
+	var chat ollama.ChatResponse
+	err = ts.Client.Chat(ctx, &ollama.ChatRequest{Model: name, Messages: []ollama.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
+		func(r ollama.ChatResponse) error { chat = r; return nil })
+	if err != nil || chat.Message.Content != testmodels.BigramAnswer {
+		t.Fatalf("chat with the pulled model: %v %q", err, chat.Message.Content)
+	}
+	// Push a copy back under another name.
+	if err := ts.Client.Copy(ctx, &ollama.CopyRequest{Source: name, Destination: reg.Host() + "/me/chatty:v1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Client.Push(ctx, &ollama.PushRequest{Model: reg.Host() + "/me/chatty:v1", Insecure: true}, func(p ollama.ProgressResponse) error { last = p; return nil }); err != nil || last.Status != "success" {
+		t.Fatalf("push: %v %+v", err, last)
+	}
+	if err := ts.Client.Pull(ctx, &ollama.PullRequest{Model: reg.Host() + "/library/missing", Insecure: true}, func(ollama.ProgressResponse) error { return nil }); err == nil {
+		t.Fatal("pulling a missing model succeeded")
+	}
+}
+
+// `tadpole serve --models DIR` on an Ollama-layout store serves its models.
+func TestOllamaLayoutStore(t *testing.T) {
+	dir := t.TempDir()
+	st := &models.Store{Dir: dir}
+	f, _ := os.Open(testmodels.Testdata("stories260K.gguf"))
+	d, size, err := st.WriteBlob(f, "")
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := models.ParseName("someone/tiny:q")
+	if err := st.WriteLayers(n, models.Layer{MediaType: models.MediaTypeModel, Digest: d, Size: size}); err != nil {
+		t.Fatal(err)
+	}
+	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 128, KeepAlive: time.Minute, Threads: 1, FlashAttn: engine.FlashAttentionOn}})
+	ts := serveForTest(t, srv)
+	list, err := ts.Client.List(context.Background())
+	if err != nil || len(list.Models) != 1 || list.Models[0].Name != "someone/tiny:q" || list.Models[0].Details.ParameterSize == "" {
+		t.Fatalf("list %v %+v", err, list)
+	}
+	var got ollama.GenerateResponse
+	err = ts.Client.Generate(context.Background(), &ollama.GenerateRequest{Model: "someone/tiny:q", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(30)},
+		func(r ollama.GenerateResponse) error { got = r; return nil })
+	if err != nil || !strings.HasPrefix(got.Response, storiesContinuation) {
+		t.Fatalf("%v %q", err, got.Response)
+	}
+}

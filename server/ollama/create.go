@@ -1,0 +1,224 @@
+package ollama
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/models/registry"
+	"github.com/tadpole-llm/tadpole/server/api"
+)
+
+// create builds a model from Ollama's create fields or a whole Modelfile
+// (`modelfile`, Tadpole's extra). Files come as blob digests uploaded with
+// POST /api/blobs: FROM and ADAPTER name a model of the store or a blob,
+// never a path on the server.
+func (h *Handler) create(c echo.Context) error {
+	var req api.CreateRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	name := firstNonEmpty(req.Model, req.Name)
+	if name == "" {
+		return errorf(http.StatusBadRequest, "model is required")
+	}
+	if _, err := models.ParseName(name); err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	c.Set("model", name)
+	mf, err := modelfileOf(&req)
+	if err != nil {
+		return err
+	}
+	for _, cmd := range mf.Commands {
+		if (cmd.Name == models.CmdFrom || cmd.Name == models.CmdAdapter) && !h.storeReference(cmd.Value, cmd.Name == models.CmdAdapter) {
+			return errorf(http.StatusBadRequest, "%s %q: give a model name or the digest of a blob uploaded with POST /api/blobs/:digest (\"@sha256:…\"); server paths are not read", strings.ToUpper(cmd.Name), cmd.Value)
+		}
+	}
+	if err := mf.Validate(); err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	return streamProgress(c, req.Stream, func(progress func(api.ProgressResponse)) error {
+		status := func(s string) { progress(api.ProgressResponse{Status: s}) }
+		if req.Quantize != "" {
+			if err := h.quantizeFrom(c.Request().Context(), mf, req.Quantize, status); err != nil {
+				return err
+			}
+		}
+		if err := h.Store.Create(name, mf, status); err != nil {
+			return storeError(name, err)
+		}
+		status("success")
+		return nil
+	})
+}
+
+// modelfileOf builds the Modelfile of a create request.
+func modelfileOf(req *api.CreateRequest) (*models.Modelfile, error) {
+	if req.Modelfile != "" {
+		mf, err := models.ParseModelfile(strings.NewReader(req.Modelfile))
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "%v", err)
+		}
+		return mf, nil
+	}
+	mf := &models.Modelfile{}
+	add := func(name, key, value string) {
+		mf.Commands = append(mf.Commands, models.Command{Name: name, Key: key, Value: value})
+	}
+	switch {
+	case req.From != "":
+		add(models.CmdFrom, "", req.From)
+	case len(req.Files) > 0:
+		for _, d := range sortedValues(req.Files) {
+			add(models.CmdFrom, "", "@"+d)
+		}
+	default:
+		return nil, errorf(http.StatusBadRequest, "from or files is required")
+	}
+	for _, d := range sortedValues(req.Adapters) {
+		add(models.CmdAdapter, "", "@"+d)
+	}
+	if req.Template != "" {
+		add(models.CmdTemplate, "", req.Template)
+	}
+	if req.System != "" {
+		add(models.CmdSystem, "", req.System)
+	}
+	params, err := models.ParamCommands(req.Parameters)
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "%v", err)
+	}
+	mf.Commands = append(mf.Commands, params...)
+	switch l := req.License.(type) {
+	case nil:
+	case string:
+		add(models.CmdLicense, "", l)
+	case []any:
+		for _, x := range l {
+			s, ok := x.(string)
+			if !ok {
+				return nil, errorf(http.StatusBadRequest, "license: want a string or a list of strings")
+			}
+			add(models.CmdLicense, "", s)
+		}
+	default:
+		return nil, errorf(http.StatusBadRequest, "license: want a string or a list of strings")
+	}
+	for _, m := range req.Messages {
+		add(models.CmdMessage, m.Role, m.Content)
+	}
+	return mf, nil
+}
+
+func sortedValues(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, len(m))
+	for _, k := range keys {
+		out = append(out, m[k])
+	}
+	return out
+}
+
+// storeReference reports whether a FROM/ADAPTER value names something in
+// the store: a blob digest, or (FROM only) a model.
+func (h *Handler) storeReference(v string, blobOnly bool) bool {
+	d := strings.TrimPrefix(v, "@")
+	if models.ValidDigest(d) {
+		return h.Store.HasBlob(d)
+	}
+	if blobOnly || strings.HasPrefix(v, ".") || strings.HasPrefix(v, "/") || strings.HasPrefix(v, "~") || strings.HasSuffix(strings.ToLower(v), ".gguf") {
+		return false
+	}
+	_, err := h.Store.Resolve(v)
+	return err == nil
+}
+
+// quantizeFrom replaces the Modelfile's FROM with a quantized copy of it.
+func (h *Handler) quantizeFrom(ctx context.Context, mf *models.Modelfile, typ string, status func(string)) error {
+	for i, cmd := range mf.Commands {
+		if cmd.Name != models.CmdFrom {
+			continue
+		}
+		var src string
+		if d := strings.TrimPrefix(cmd.Value, "@"); models.ValidDigest(d) {
+			src, _ = h.Store.BlobPath(d)
+		} else if e, err := h.Store.Resolve(cmd.Value); err == nil {
+			src = e.Path
+		}
+		if src == "" {
+			return errorf(http.StatusBadRequest, "quantize: FROM %q not found", cmd.Value)
+		}
+		tmp, err := os.MkdirTemp("", "tadpole-quantize")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		out := filepath.Join(tmp, "model.gguf")
+		status(fmt.Sprintf("quantizing model to %s", strings.ToUpper(typ)))
+		if err := engine.Quantize(src, out, typ, 0); err != nil {
+			return errorf(http.StatusBadRequest, "%v", err)
+		}
+		f, err := os.Open(out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		d, _, err := h.Store.WriteBlob(f, "")
+		if err != nil {
+			return err
+		}
+		mf.Commands[i].Value = "@" + d
+		return nil
+	}
+	return errorf(http.StatusBadRequest, "quantize: no FROM")
+}
+
+func (h *Handler) pull(c echo.Context) error { return h.transfer(c, false) }
+func (h *Handler) push(c echo.Context) error { return h.transfer(c, true) }
+
+// transfer pulls a model from or pushes it to its registry.
+func (h *Handler) transfer(c echo.Context, push bool) error {
+	var req api.PullRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	name := firstNonEmpty(req.Model, req.Name)
+	n, err := models.ParseName(name)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	c.Set("model", name)
+	client := &registry.Client{Insecure: req.Insecure}
+	return streamProgress(c, req.Stream, func(progress func(api.ProgressResponse)) error {
+		report := func(p registry.Progress) {
+			progress(api.ProgressResponse{Status: p.Status, Digest: p.Digest, Total: p.Total, Completed: p.Completed})
+		}
+		var err error
+		if push {
+			err = client.Push(c.Request().Context(), h.Store, n, report)
+		} else {
+			err = client.Pull(c.Request().Context(), h.Store, n, report)
+		}
+		if err != nil {
+			if errors.Is(err, registry.ErrNotFound) {
+				return errorf(http.StatusNotFound, "%v", err)
+			}
+			return errorf(http.StatusInternalServerError, "%v", err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,245 @@
+package ollama
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/models/gguf"
+	"github.com/tadpole-llm/tadpole/server/api"
+)
+
+// apiDetails converts the store's details to the wire type.
+func apiDetails(d models.Details) api.ModelDetails {
+	fam := d.Families
+	if fam == nil && d.Family != "" {
+		fam = []string{d.Family}
+	}
+	return api.ModelDetails{
+		ParentModel: d.ParentModel, Format: d.Format, Family: d.Family, Families: fam,
+		ParameterSize: d.ParameterSize, QuantizationLevel: d.QuantizationLevel,
+	}
+}
+
+func (h *Handler) tags(c echo.Context) error {
+	entries, err := h.Store.List()
+	if err != nil {
+		return errorf(http.StatusInternalServerError, "%v", err)
+	}
+	resp := api.ListResponse{Models: []api.ListModel{}}
+	for _, e := range entries {
+		resp.Models = append(resp.Models, api.ListModel{
+			Name: e.Name.String(), Model: e.Name.String(), ModifiedAt: e.Modified, Size: e.Size,
+			Digest: e.Digest, Details: apiDetails(e.Details),
+		})
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// storeError maps store errors to Ollama's status codes.
+func storeError(name string, err error) error {
+	switch {
+	case errors.Is(err, models.ErrNotFound):
+		return errorf(http.StatusNotFound, "model %q not found", name)
+	case errors.Is(err, models.ErrDigestMismatch), errors.Is(err, models.ErrInvalidDigest):
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	var pe *models.ParseError
+	if errors.As(err, &pe) {
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	return errorf(http.StatusInternalServerError, "%v", err)
+}
+
+func (h *Handler) show(c echo.Context) error {
+	var req api.ShowRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	name := firstNonEmpty(req.Model, req.Name)
+	if name == "" {
+		return errorf(http.StatusBadRequest, "model is required")
+	}
+	c.Set("model", name)
+	e, err := h.Store.Resolve(name)
+	if err != nil {
+		if errors.Is(err, models.ErrNotFound) {
+			return errorf(http.StatusNotFound, "model %q not found", name)
+		}
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	f, err := gguf.Open(e.Path)
+	if err != nil {
+		return errorf(http.StatusInternalServerError, "model %q: %v", name, err)
+	}
+	resp := api.ShowResponse{
+		License: strings.Join(e.License, "\n"), Modelfile: models.ModelfileFor(e), Template: e.Template,
+		System: e.System, Details: apiDetails(e.Details), ModelInfo: modelInfo(f, req.Verbose),
+		Capabilities: []string{"completion"}, ModifiedAt: e.Modified,
+	}
+	if resp.Template == "" {
+		resp.Template, _ = f.String("tokenizer.chat_template")
+	}
+	for _, m := range e.Messages {
+		resp.Messages = append(resp.Messages, api.Message{Role: m.Role, Content: m.Content})
+	}
+	resp.Parameters = parametersText(e.Params)
+	return c.JSON(http.StatusOK, resp)
+}
+
+// modelInfo is every GGUF key/value; long arrays (the vocabulary, merges,
+// scores) are null unless verbose, as Ollama does.
+func modelInfo(f *gguf.File, verbose bool) map[string]any {
+	info := map[string]any{"general.parameter_count": f.ParameterCount()}
+	for _, kv := range f.KVs {
+		if !verbose && strings.HasPrefix(kv.Key, "tokenizer.ggml.") && isSlice(kv.Value) {
+			info[kv.Key] = nil
+			continue
+		}
+		info[kv.Key] = kv.Value
+	}
+	return info
+}
+
+func isSlice(v any) bool {
+	switch v.(type) {
+	case []string, []float32, []int32, []uint32, []int64, []uint64, []float64, []uint8, []int8, []int16, []uint16, []bool, []any:
+		return true
+	}
+	return false
+}
+
+// parametersText renders the model's parameters as Ollama's show does:
+// one "name value" line each, list values repeated.
+func parametersText(params map[string]any) string {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		for _, v := range models.FormatOption(params[k]) {
+			fmt.Fprintf(&sb, "%-30s %s\n", k, v)
+		}
+	}
+	return sb.String()
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func (h *Handler) copyModel(c echo.Context) error {
+	var req api.CopyRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Source == "" || req.Destination == "" {
+		return errorf(http.StatusBadRequest, "source and destination are required")
+	}
+	if err := h.Store.Copy(req.Source, req.Destination); err != nil {
+		return storeError(req.Source, err)
+	}
+	return c.NoContent(http.StatusOK)
+}
+
+func (h *Handler) deleteModel(c echo.Context) error {
+	var req api.DeleteRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	name := firstNonEmpty(req.Model, req.Name)
+	if name == "" {
+		return errorf(http.StatusBadRequest, "model is required")
+	}
+	e, err := h.Store.Resolve(name)
+	if err != nil {
+		return storeError(name, err)
+	}
+	// A model with running requests is not deleted under them; an idle
+	// loaded one is unloaded first.
+	for _, st := range h.Sched.Status() {
+		if st.Key.Path == e.Path && st.Requests > 0 {
+			return errorf(http.StatusConflict, "model %q is in use by %d request(s); try again when they finish", name, st.Requests)
+		}
+	}
+	h.Sched.Unload(e.Path)
+	if err := h.Store.Delete(name); err != nil {
+		return storeError(name, err)
+	}
+	return c.NoContent(http.StatusOK)
+}
+
+func (h *Handler) headBlob(c echo.Context) error {
+	d := c.Param("digest")
+	if !models.ValidDigest(d) {
+		return errorf(http.StatusBadRequest, "invalid digest %q", d)
+	}
+	if !h.Store.HasBlob(d) {
+		return c.NoContent(http.StatusNotFound)
+	}
+	return c.NoContent(http.StatusOK)
+}
+
+func (h *Handler) postBlob(c echo.Context) error {
+	d := c.Param("digest")
+	if !models.ValidDigest(d) {
+		return errorf(http.StatusBadRequest, "invalid digest %q", d)
+	}
+	if h.Store.HasBlob(d) {
+		return c.NoContent(http.StatusOK)
+	}
+	if _, _, err := h.Store.WriteBlob(c.Request().Body, d); err != nil {
+		return storeError(d, err)
+	}
+	return c.NoContent(http.StatusCreated)
+}
+
+// streamProgress answers a long operation: NDJSON status lines while it
+// runs (the last is "success" or an error line), or one JSON answer when
+// not streaming.
+func streamProgress(c echo.Context, stream *bool, run func(progress func(api.ProgressResponse)) error) error {
+	if stream != nil && !*stream {
+		if err := run(func(api.ProgressResponse) {}); err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, api.ProgressResponse{Status: "success"})
+	}
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	last := time.Time{}
+	err := run(func(p api.ProgressResponse) {
+		// Byte counts come often: at most ten lines a second of them.
+		if p.Total > 0 && p.Completed < p.Total && time.Since(last) < 100*time.Millisecond {
+			return
+		}
+		last = time.Now()
+		enc.Encode(p)
+		w.Flush()
+	})
+	if err != nil {
+		var he *echo.HTTPError
+		msg := err.Error()
+		if errors.As(err, &he) {
+			msg = fmt.Sprint(he.Message)
+		}
+		enc.Encode(api.ErrorResponse{Error: msg})
+		w.Flush()
+	}
+	return nil
+}
