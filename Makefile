@@ -24,7 +24,7 @@ LDFLAGS := -X 'github.com/tadpole-llm/tadpole/engine.BuildFlags=$(ISA_FLAGS)' \
 CUDA_ARCHITECTURES ?= 80;86;89;90
 LIBDIR ?= lib/tadpole
 
-.PHONY: all build run test bench fmt vet deps flags clean cuda gpu-check-tools
+.PHONY: all build run test bench fmt vet deps flags clean cuda gpu-check-tools fuzz
 
 all: build
 
@@ -50,6 +50,14 @@ test: deps vet
 
 vet:
 	$(GO) vet ./...
+
+# A short coverage-guided run of the pure-Go fuzz targets (the seed
+# corpora also run in every `make test`; FuzzOllamaDecoders drives the real
+# engine and runs its corpus only).
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./models/gguf
+	$(GO) test -run '^$$' -fuzz '^FuzzParseModelfile$$' -fuzztime $(FUZZTIME) ./models
 
 fmt:
 	gofmt -s -w $$(git ls-files '*.go')
