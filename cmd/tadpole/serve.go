@@ -192,9 +192,3 @@ func setupLogging(level, format string) error {
 	}
 	return nil
 }
-
-func printVersion() {
-	fmt.Printf("tadpole %s\n", engine.Version)
-	fmt.Printf("cpu backend built with: %s\n", engine.BuildFlags)
-	fmt.Printf("llama.cpp system info: %s\n", engine.SystemInfo())
-}

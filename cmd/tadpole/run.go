@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/client"
+)
+
+var runCmd = &command{
+	name: "run", args: "MODEL [PROMPT...]", short: "chat with a model",
+	long: "With a PROMPT, or with text piped to standard input (put before the\n" +
+		"PROMPT), prints the model's answer and exits. Otherwise starts a chat:\n" +
+		"type a message and press Enter; wrap a message of several lines in\n" +
+		"\"\"\" … \"\"\"; Ctrl-C stops the answer being written; /? lists the\n" +
+		"commands (/set parameter, /show, /clear, /bye). A model the server\n" +
+		"lacks is pulled first.\n\n" +
+		"Examples:\n" +
+		"  tadpole run llama3.2\n" +
+		"  tadpole run llama3.2 \"Why is the sky blue?\" --verbose\n" +
+		"  tadpole run llama3.2 -p temperature=0 -p num_predict=100 \"Count to ten\"\n" +
+		"  cat notes.txt | tadpole run llama3.2 \"Summarize this.\"",
+	minArgs: 1, maxArgs: -1, ownSignals: true, complete: "model",
+	setup: func(fs *pflag.FlagSet) func(context.Context, []string) error {
+		verbose := fs.Bool("verbose", false, "print timings and token rates after each answer")
+		format := fs.String("format", "", `answer format: "json" (or a JSON schema)`)
+		keepAlive := fs.String("keepalive", "", "how long the model stays loaded after the request: 5m, 1h, 0 (unload at once), -1 (forever)")
+		noWrap := fs.Bool("nowordwrap", false, "don't wrap words at the terminal's width")
+		params := fs.StringArrayP("parameter", "p", nil, "set a model parameter, NAME=VALUE (repeatable), as /set parameter does")
+		insecure := fs.Bool("insecure", false, "use plain HTTP if the model must be pulled")
+		return func(ctx context.Context, args []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			s := &session{c: c, model: args[0], opts: map[string]any{}, verbose: *verbose, out: os.Stdout}
+			if *format != "" {
+				s.format = formatJSON(*format)
+			}
+			if *keepAlive != "" {
+				var d api.Duration
+				if err := d.UnmarshalJSON([]byte(strconv.Quote(*keepAlive))); err != nil {
+					return fmt.Errorf("--keepalive: %w", err)
+				}
+				s.keepAlive = &d
+			}
+			for _, p := range *params {
+				name, value, ok := strings.Cut(p, "=")
+				if !ok {
+					return fmt.Errorf("--parameter %q: want NAME=VALUE", p)
+				}
+				if err := setParameter(s.opts, name, []string{value}); err != nil {
+					return fmt.Errorf("--parameter: %w", err)
+				}
+			}
+			prompt := strings.Join(args[1:], " ")
+			interactive := prompt == ""
+			if !isTerminal(os.Stdin) {
+				in, err := io.ReadAll(os.Stdin)
+				if err != nil {
+					return fmt.Errorf("read standard input: %w", err)
+				}
+				if text := strings.TrimRight(string(in), "\n"); text != "" {
+					prompt = strings.TrimSpace(text + " " + prompt)
+				}
+				interactive = false
+			}
+			s.wrap = !*noWrap && isTerminal(os.Stdout) && s.format == nil
+			if interactive {
+				if err := s.load(ctx, *insecure); err != nil {
+					return err
+				}
+				return s.repl(ctx, os.Stdin)
+			}
+			if prompt == "" {
+				return errors.New("nothing to ask: the prompt and standard input are empty")
+			}
+			return s.oneShot(ctx, prompt, *insecure)
+		}
+	},
+}
+
+// formatJSON is the format field for a --format or /set format value.
+func formatJSON(f string) json.RawMessage {
+	if strings.HasPrefix(strings.TrimSpace(f), "{") {
+		return json.RawMessage(f)
+	}
+	return json.RawMessage(strconv.Quote(f))
+}
+
+// session is one conversation with a model.
+type session struct {
+	c         *client.Client
+	model     string
+	opts      map[string]any
+	system    string
+	messages  []api.Message
+	format    json.RawMessage
+	keepAlive *api.Duration
+	verbose   bool
+	wrap      bool
+	out       *os.File
+}
+
+// load loads the model (a chat request without messages), pulling it
+// first when the server lacks it, with a spinner on a terminal.
+func (s *session) load(ctx context.Context, insecure bool) error {
+	req := &api.ChatRequest{Model: s.model, Stream: new(false), KeepAlive: s.keepAlive, Options: s.opts}
+	stop := spinner(os.Stderr, "loading "+s.model)
+	err := s.c.Chat(ctx, req, func(api.ChatResponse) error { return nil })
+	stop()
+	if client.IsNotFound(err) {
+		if err := pull(ctx, s.c, s.model, insecure); err != nil {
+			return err
+		}
+		stop := spinner(os.Stderr, "loading "+s.model)
+		defer stop()
+		err = s.c.Chat(ctx, req, func(api.ChatResponse) error { return nil })
+	}
+	return err
+}
+
+// oneShot answers one prompt and returns; Ctrl-C stops it (status 130).
+func (s *session) oneShot(ctx context.Context, prompt string, insecure bool) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := s.ask(ctx, prompt)
+	if client.IsNotFound(err) && ctx.Err() == nil {
+		if err = s.load(ctx, insecure); err == nil {
+			err = s.ask(ctx, prompt)
+		}
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr)
+		os.Exit(130)
+	}
+	return err
+}
+
+// ask sends the conversation and a new user message, and prints the
+// streamed answer. The exchange joins the conversation only when the
+// answer is complete.
+func (s *session) ask(ctx context.Context, prompt string) error {
+	msgs := make([]api.Message, 0, len(s.messages)+2)
+	if s.system != "" {
+		msgs = append(msgs, api.Message{Role: "system", Content: s.system})
+	}
+	msgs = append(msgs, s.messages...)
+	msgs = append(msgs, api.Message{Role: "user", Content: prompt})
+	req := &api.ChatRequest{Model: s.model, Messages: msgs, Format: s.format, KeepAlive: s.keepAlive, Options: s.opts}
+
+	var w textWriter = plainWriter{s.out}
+	if s.wrap {
+		w = &wordWrapper{w: s.out, width: termWidth(s.out) - 1}
+	}
+	stopSpin := spinner(os.Stderr, "")
+	defer stopSpin()
+	var answer strings.Builder
+	var last api.ChatResponse
+	err := s.c.Chat(ctx, req, func(r api.ChatResponse) error {
+		if r.Message.Content != "" {
+			stopSpin()
+			answer.WriteString(r.Message.Content)
+			w.WriteString(r.Message.Content)
+		}
+		last = r
+		return nil
+	})
+	stopSpin()
+	w.Flush()
+	if answer.Len() > 0 && !strings.HasSuffix(answer.String(), "\n") {
+		fmt.Fprintln(s.out)
+	}
+	if err != nil {
+		return err
+	}
+	s.messages = append(s.messages, api.Message{Role: "user", Content: prompt},
+		api.Message{Role: "assistant", Content: answer.String()})
+	if s.verbose {
+		writeMetrics(os.Stderr, last.Metrics)
+	}
+	return nil
+}
+
+// writeMetrics prints an answer's timings as `ollama run --verbose` does.
+func writeMetrics(w io.Writer, m api.Metrics) {
+	fmt.Fprintf(w, "total duration:       %v\n", m.TotalDuration)
+	fmt.Fprintf(w, "load duration:        %v\n", m.LoadDuration)
+	fmt.Fprintf(w, "prompt eval count:    %d token(s)\n", m.PromptEvalCount)
+	if m.PromptEvalDuration > 0 {
+		fmt.Fprintf(w, "prompt eval duration: %v\n", m.PromptEvalDuration)
+		fmt.Fprintf(w, "prompt eval rate:     %s\n", rate(m.PromptEvalCount, m.PromptEvalDuration))
+	}
+	fmt.Fprintf(w, "eval count:           %d token(s)\n", m.EvalCount)
+	if m.EvalDuration > 0 {
+		fmt.Fprintf(w, "eval duration:        %v\n", m.EvalDuration)
+		fmt.Fprintf(w, "eval rate:            %s\n", rate(m.EvalCount, m.EvalDuration))
+	}
+}
+
+// setParameter sets a model option from its text form, as /set parameter
+// and --parameter give it: a number, true/false, or text; "stop" adds
+// stop strings to a list.
+func setParameter(opts map[string]any, name string, values []string) error {
+	if !knownOptions[name] {
+		return fmt.Errorf("unknown parameter %q", name)
+	}
+	if len(values) == 0 {
+		return fmt.Errorf("parameter %q needs a value", name)
+	}
+	if name == "stop" {
+		list, _ := opts["stop"].([]string)
+		for _, v := range values {
+			list = append(list, unquote(v))
+		}
+		opts["stop"] = list
+		return nil
+	}
+	opts[name] = parseValue(unquote(strings.Join(values, " ")))
+	return nil
+}
+
+// parseValue is an option value: an integer, a number, a boolean or text.
+func parseValue(v string) any {
+	if i, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return i
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		return f
+	}
+	if b, err := strconv.ParseBool(v); err == nil {
+		return b
+	}
+	return v
+}
+
+func unquote(v string) string {
+	if u, err := strconv.Unquote(v); err == nil && strings.HasPrefix(v, `"`) {
+		return u
+	}
+	return v
+}
+
+// knownOptions are the names of the model options (api.Options).
+var knownOptions = func() map[string]bool {
+	b, _ := json.Marshal(api.DefaultOptions())
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	known := map[string]bool{"use_mmap": true}
+	for k := range m {
+		known[k] = true
+	}
+	return known
+}()

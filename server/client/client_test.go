@@ -1,0 +1,157 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/tadpole-llm/tadpole/server/api"
+)
+
+func TestParseHost(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+	}{
+		{"", "http://127.0.0.1:11434"},
+		{"127.0.0.1:11434", "http://127.0.0.1:11434"},
+		{"localhost", "http://localhost:11434"},
+		{":8080", "http://127.0.0.1:8080"},
+		{"0.0.0.0:9000", "http://0.0.0.0:9000"},
+		{"[::1]:9000", "http://[::1]:9000"},
+		{"::1", "http://[::1]:11434"},
+		{"http://example.com", "http://example.com:80"},
+		{"https://example.com", "https://example.com:443"},
+		{"https://example.com:8443/tadpole/", "https://example.com:8443/tadpole"},
+		{"  box:1234  ", "http://box:1234"},
+	} {
+		u, err := ParseHost(tc.in)
+		if err != nil {
+			t.Errorf("ParseHost(%q): %v", tc.in, err)
+			continue
+		}
+		if u.String() != tc.want {
+			t.Errorf("ParseHost(%q) = %s, want %s", tc.in, u, tc.want)
+		}
+	}
+	for _, bad := range []string{"ftp://x", "host:0", "host:99999", "host:port"} {
+		if _, err := ParseHost(bad); err == nil {
+			t.Errorf("ParseHost(%q) accepted", bad)
+		}
+	}
+}
+
+func TestConnectError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	c, err := New(addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Version(context.Background())
+	var ce *ConnectError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v (%T), want a ConnectError", err, err)
+	}
+	want := "could not connect to a running Tadpole server at http://" + addr + "; start one with `tadpole serve`"
+	if err.Error() != want {
+		t.Fatalf("message %q", err)
+	}
+}
+
+// fakeServer answers each path with a fixed status and body.
+func fakeServer(t *testing.T, routes map[string]func(w http.ResponseWriter, r *http.Request)) *Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, ok := routes[r.Method+" "+r.URL.Path]
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"error":"no route %s %s"}`, r.Method, r.URL.Path)
+			return
+		}
+		h(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := New(srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestErrorsAndStreams(t *testing.T) {
+	c := fakeServer(t, map[string]func(http.ResponseWriter, *http.Request){
+		"POST /api/show": func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"error":"model \"nope:latest\" not found"}`)
+		},
+		"POST /api/copy": func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusBadGateway)
+			io.WriteString(w, "upstream down")
+		},
+		"POST /api/pull": func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, `{"status":"pulling manifest"}`+"\n")
+			io.WriteString(w, `{"status":"pulling abc","digest":"sha256:abc","total":10,"completed":5}`+"\n")
+			io.WriteString(w, `{"error":"disk full"}`+"\n")
+		},
+		"POST /api/generate": func(w http.ResponseWriter, r *http.Request) {
+			// Not streamed: one JSON object without a newline.
+			io.WriteString(w, `{"model":"m","response":"all of it","done":true,"eval_count":3}`)
+		},
+		"HEAD /api/blobs/sha256:aa": func(w http.ResponseWriter, r *http.Request) {},
+		"POST /api/blobs/sha256:bb": func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			if string(b) != "blob" || r.ContentLength != 4 {
+				w.WriteHeader(http.StatusBadRequest)
+			}
+			w.WriteHeader(http.StatusCreated)
+		},
+	})
+	ctx := context.Background()
+
+	_, err := c.Show(ctx, &api.ShowRequest{Model: "nope"})
+	if !IsNotFound(err) || err.Error() != `model "nope:latest" not found` {
+		t.Errorf("show: %v", err)
+	}
+	if err := c.Copy(ctx, &api.CopyRequest{Source: "a", Destination: "b"}); err == nil || err.Error() != "upstream down" {
+		t.Errorf("copy: %v", err)
+	}
+
+	var got []api.ProgressResponse
+	err = c.Pull(ctx, &api.PullRequest{Model: "x"}, func(p api.ProgressResponse) error { got = append(got, p); return nil })
+	if err == nil || err.Error() != "disk full" || len(got) != 2 || got[1].Completed != 5 || got[1].Total != 10 {
+		t.Errorf("pull: %v, %+v", err, got)
+	}
+	stop := errors.New("stop")
+	err = c.Pull(ctx, &api.PullRequest{Model: "x"}, func(api.ProgressResponse) error { return stop })
+	if err != stop {
+		t.Errorf("pull stopped by the callback: %v", err)
+	}
+
+	var gen []api.GenerateResponse
+	err = c.Generate(ctx, &api.GenerateRequest{Model: "m"}, func(r api.GenerateResponse) error { gen = append(gen, r); return nil })
+	if err != nil || len(gen) != 1 || gen[0].Response != "all of it" || gen[0].EvalCount != 3 {
+		t.Errorf("generate: %v %+v", err, gen)
+	}
+
+	for digest, want := range map[string]bool{"sha256:aa": true, "sha256:zz": false} {
+		if has, err := c.HasBlob(ctx, digest); err != nil || has != want {
+			t.Errorf("HasBlob(%s) = %v, %v", digest, has, err)
+		}
+	}
+	if err := c.CreateBlob(ctx, "sha256:bb", strings.NewReader("blob"), 4); err != nil {
+		t.Errorf("CreateBlob: %v", err)
+	}
+	if err := c.CreateBlob(ctx, "sha256:cc", strings.NewReader("blob"), 4); !IsNotFound(err) {
+		t.Errorf("CreateBlob to a missing route: %v", err)
+	}
+}

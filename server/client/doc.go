@@ -1,0 +1,8 @@
+// Package client is the Go client of Tadpole's Ollama-compatible API: the
+// `tadpole` command's verbs other than serve use it to talk to a running
+// server. It sends and receives exactly the types of package api, so the
+// client and the server cannot drift apart on the wire.
+//
+// The package only speaks HTTP: it must not import the engine, the
+// scheduler or the model store, so a client build never needs cgo.
+package client
