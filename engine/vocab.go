@@ -77,6 +77,12 @@ func (m *Model) BOS() Token { return Token(C.llama_vocab_bos(m.vocab)) }
 // EOS is the end-of-sequence token, or -1.
 func (m *Model) EOS() Token { return Token(C.llama_vocab_eos(m.vocab)) }
 
+// FIM returns the fill-in-the-middle tokens (prefix, suffix, middle), or
+// -1 for those the vocabulary lacks.
+func (m *Model) FIM() (pre, suf, mid Token) {
+	return Token(C.llama_vocab_fim_pre(m.vocab)), Token(C.llama_vocab_fim_suf(m.vocab)), Token(C.llama_vocab_fim_mid(m.vocab))
+}
+
 // AddBOS reports whether the vocabulary wants BOS at the start of a prompt.
 func (m *Model) AddBOS() bool { return bool(C.llama_vocab_get_add_bos(m.vocab)) }
 

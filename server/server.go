@@ -13,8 +13,13 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/server/anura"
+	"github.com/tadpole-llm/tadpole/server/auth"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/jobs"
 	"github.com/tadpole-llm/tadpole/server/ollama"
+	"github.com/tadpole-llm/tadpole/server/openai"
 	"github.com/tadpole-llm/tadpole/server/sched"
 	"github.com/tadpole-llm/tadpole/server/telemetry"
 )
@@ -23,6 +28,20 @@ import (
 type Config struct {
 	ModelsDir string
 	Sched     sched.Config
+	// CORSOrigins are the origins browsers may call the server from
+	// ('*' matches anything); empty means DefaultCORSOrigins.
+	CORSOrigins []string
+	// Auth checks API keys and per-key limits on every route but GET /,
+	// /api/version and /metrics (nil: no keys).
+	Auth *auth.Auth
+	// MaxBody is the largest request body in bytes (0: DefaultMaxBody);
+	// blob uploads are exempt.
+	MaxBody int64
+	// Jobs is the store of the Anura job API (nil: jobs are disabled).
+	// The server runs it with JobWorkers workers (default 2) and closes
+	// it at Shutdown.
+	Jobs       *jobs.Store
+	JobWorkers int
 }
 
 // Server serves every API dialect over one model store and scheduler.
@@ -31,6 +50,7 @@ type Server struct {
 	sched     *sched.Scheduler
 	telemetry *telemetry.Telemetry
 	http      *http.Server
+	jobs      *jobs.Store
 }
 
 // New builds a server; it loads no model until a request needs one.
@@ -39,20 +59,33 @@ func New(cfg Config) *Server {
 	e.HideBanner, e.HidePort = true, true
 	e.Use(middleware.RequestID())
 	e.Use(middleware.Recover())
-	e.HTTPErrorHandler = ollama.ErrorHandler
+	e.Use(cors(cfg.CORSOrigins))
+	e.HTTPErrorHandler = dialect.ErrorHandler(ollama.ErrorHandler)
 	s := &Server{echo: e, sched: sched.New(cfg.Sched)}
 	tel, err := telemetry.New(telemetry.Sources{Sched: s.sched, GPUs: s.sched.Config().GPUs})
 	if err != nil {
 		slog.Error("telemetry disabled", "error", err)
 	}
 	s.telemetry = tel
-	e.Use(s.requestLog)
+	e.Use(s.requestLog, cfg.Auth.Middleware(), bodyLimit(cfg.MaxBody))
 	if tel != nil {
 		e.GET("/metrics", echo.WrapHandler(tel.Handler()))
 	}
 	store := &models.Store{Dir: cfg.ModelsDir}
 	h := &ollama.Handler{Store: store, Sched: s.sched, Infer: &infer.Service{Store: store, Sched: s.sched, Telemetry: tel}}
 	h.Register(e)
+	oa := &openai.Handler{Infer: h.Infer, Store: store}
+	oa.RegisterV1(e.Group("/v1", openai.Errors))
+	oa.RegisterWebUI(e.Group("/api/chat/completions", openai.Errors))
+	an := &anura.Handler{Store: store, Infer: h.Infer, Jobs: cfg.Jobs, Usage: cfg.Auth.Usage()}
+	an.Register(e)
+	if s.jobs = cfg.Jobs; s.jobs != nil {
+		workers := cfg.JobWorkers
+		if workers <= 0 {
+			workers = 2
+		}
+		s.jobs.Start(workers, an.RunJob)
+	}
 	return s
 }
 
@@ -75,6 +108,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	if s.http != nil {
 		err = s.http.Shutdown(ctx)
+	}
+	if s.jobs != nil {
+		s.jobs.Close() // running jobs go back to the queue
 	}
 	s.sched.Close()
 	if s.telemetry != nil {

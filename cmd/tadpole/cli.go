@@ -43,7 +43,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		runCmd, pullCmd, pushCmd, listCmd, psCmd, showCmd, createCmd, cpCmd, rmCmd, stopCmd,
-		versionCmd, benchCmd, completionCmd, helpCmd,
+		versionCmd, benchCmd, keysCmd, completionCmd, helpCmd,
 	}
 }
 

@@ -59,6 +59,7 @@ func serve(args []string) error {
 	backends := fs.String("backends", env("TADPOLE_BACKENDS", ""), "directory of GPU backend libraries (default: lib/tadpole beside the binary) (TADPOLE_BACKENDS)")
 	logLevel := fs.String("log-level", env("TADPOLE_LOG_LEVEL", "info"), "debug, info, warn or error (TADPOLE_LOG_LEVEL)")
 	logFormat := fs.String("log-format", env("TADPOLE_LOG_FORMAT", "text"), "text or json (TADPOLE_LOG_FORMAT)")
+	apiFlags := addAPIFlags(fs)
 	fs.SortFlags = false
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "Usage: tadpole serve [flags]\n\nFlags:\n%s", fs.FlagUsages())
@@ -110,13 +111,17 @@ func serve(args []string) error {
 	}
 	slog.Info("engine", "version", engine.Version, "cpu_flags", engine.BuildFlags, "system", engine.SystemInfo())
 
-	srv := server.New(server.Config{
+	cfg := server.Config{
 		ModelsDir: *modelsDir,
 		Sched: sched.Config{
 			Parallel: *parallel, NumCtx: *numCtx, MaxLoaded: *maxLoaded, KeepAlive: ka.Duration,
 			Threads: *threads, FlashAttn: fa, KVType: *kvType, MaxQueue: *maxQueue,
 		},
-	})
+	}
+	if err := apiFlags.apply(&cfg); err != nil {
+		return err
+	}
+	srv := server.New(cfg)
 	addr := *host
 	if !strings.Contains(addr, ":") {
 		addr += ":11434"

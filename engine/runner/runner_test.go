@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -442,11 +443,16 @@ func TestPriority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A request's admission time is when it was submitted plus its queue
+	// wait (the order its events are read in depends on goroutines).
 	var mu sync.Mutex
-	var order []string
+	admitted := map[string]time.Time{}
 	var wg sync.WaitGroup
 	submit := func(name string, prio int) {
-		events, err := r.Generate(context.Background(), Request{Prompt: prompt, NumPredict: 1, Priority: prio})
+		submitted := time.Now()
+		// Each holds the slot for 10 steps, so admissions are far apart
+		// compared with the timing noise.
+		events, err := r.Generate(context.Background(), Request{Prompt: prompt, NumPredict: 10, Priority: prio})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -456,7 +462,7 @@ func TestPriority(t *testing.T) {
 			for ev := range events {
 				if ev.Done {
 					mu.Lock()
-					order = append(order, name)
+					admitted[name] = submitted.Add(ev.Stats.QueueWait)
 					mu.Unlock()
 				}
 			}
@@ -468,6 +474,8 @@ func TestPriority(t *testing.T) {
 	submit("user2", 0)
 	collect(t, blocker)
 	wg.Wait()
+	order := []string{"job1", "job2", "user1", "user2"}
+	sort.Slice(order, func(i, j int) bool { return admitted[order[i]].Before(admitted[order[j]]) })
 	if got := strings.Join(order, ","); got != "user1,user2,job1,job2" {
 		t.Fatalf("order %s", got)
 	}

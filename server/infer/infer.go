@@ -25,6 +25,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/sched"
 	"github.com/tadpole-llm/tadpole/server/telemetry"
+	"github.com/tadpole-llm/tadpole/server/usage"
 )
 
 // Kind classifies errors so each dialect can answer with its own status
@@ -77,6 +78,9 @@ type Request struct {
 	Chat     bool
 	Messages []Message
 	Prompt   string
+	// Suffix asks for fill-in-the-middle: the answer goes between Prompt
+	// and Suffix (models with FIM tokens only).
+	Suffix   string
 	System   string
 	Template string // Ollama Go-template syntax; overrides the model's template
 	Raw      bool
@@ -221,13 +225,23 @@ func (s *Service) observe(ctx context.Context, model string, promptTokens int, e
 	out := make(chan runner.Event, 8)
 	go func() {
 		defer close(out)
+		gone := false
 		for ev := range events {
-			out <- ev
+			// A reader that went away (its request ended) stops reading:
+			// drop the rest rather than block, and still end the span.
+			if !gone {
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					gone = true
+				}
+			}
 			if !ev.Done {
 				continue
 			}
 			st := ev.Stats
 			s.Telemetry.Generation(ctx, model, ev)
+			usage.AddTokens(ctx, promptTokens, st.EvalCount)
 			child := func(name string, from time.Time, d time.Duration) {
 				_, c := s.Telemetry.Start(ctx, name, trace.WithTimestamp(from))
 				c.End(trace.WithTimestamp(from.Add(d)))
@@ -276,6 +290,9 @@ func withModelDefaults(req *Request, e models.Entry) *Request {
 // template, else ChatML; the result ends with the opening of an assistant
 // turn.
 func Prompt(m *engine.Model, req *Request) ([]engine.Token, error) {
+	if !req.Chat && req.Suffix != "" {
+		return fimPrompt(m, req)
+	}
 	var text string
 	var err error
 	if req.Chat {
@@ -299,6 +316,30 @@ func Prompt(m *engine.Model, req *Request) ([]engine.Token, error) {
 		return nil, Errorf(BadRequest, "the prompt is empty after tokenization")
 	}
 	return tokens, nil
+}
+
+// fimPrompt is a fill-in-the-middle prompt in prefix-suffix-middle order:
+// [BOS] <FIM_PRE> prompt <FIM_SUF> suffix <FIM_MID>, as llama-server
+// builds it. Templates do not apply.
+func fimPrompt(m *engine.Model, req *Request) ([]engine.Token, error) {
+	pre, suf, mid := m.FIM()
+	if pre < 0 || suf < 0 || mid < 0 {
+		return nil, Errorf(BadRequest, "model %q does not support insert: it has no fill-in-the-middle tokens (suffix needs them)", req.Model)
+	}
+	p, err := m.Tokenize(req.Prompt, false, false)
+	if err != nil {
+		return nil, Errorf(BadRequest, "%v", err)
+	}
+	sx, err := m.Tokenize(req.Suffix, false, false)
+	if err != nil {
+		return nil, Errorf(BadRequest, "%v", err)
+	}
+	var toks []engine.Token
+	if m.AddBOS() && m.BOS() >= 0 {
+		toks = append(toks, m.BOS())
+	}
+	toks = append(append(append(toks, pre), p...), suf)
+	return append(append(toks, sx...), mid), nil
 }
 
 func completionPrompt(m *engine.Model, req *Request) (string, error) {

@@ -89,6 +89,9 @@ func errorf(code int, format string, args ...any) error {
 func decode(c echo.Context, v any) error {
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 64<<20))
 	if err != nil {
+		if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
+			return err // the server's body limit (413)
+		}
 		return errorf(http.StatusBadRequest, "read body: %v", err)
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {

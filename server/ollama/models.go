@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -126,7 +127,12 @@ func parametersText(params map[string]any) string {
 	sort.Strings(keys)
 	var sb strings.Builder
 	for _, k := range keys {
+		_, list := params[k].([]string)
+		_, str := params[k].(string)
 		for _, v := range models.FormatOption(params[k]) {
+			if list || str || strings.ContainsAny(v, " \t\"") {
+				v = strconv.Quote(v) // Ollama quotes string values
+			}
 			fmt.Fprintf(&sb, "%-30s %s\n", k, v)
 		}
 	}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/gommon/bytes"
+	"github.com/spf13/pflag"
+
+	"github.com/tadpole-llm/tadpole/server"
+	"github.com/tadpole-llm/tadpole/server/auth"
+	"github.com/tadpole-llm/tadpole/server/jobs"
+)
+
+// apiFlags are the serve flags of API keys, request limits and jobs.
+type apiFlags struct {
+	keysFile, maxBody, dataDir, retention *string
+	rate, streams, workers                *int
+}
+
+func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
+	return &apiFlags{
+		keysFile:  fs.String("api-keys-file", env("TADPOLE_API_KEYS_FILE", ""), "file of API keys, one a line (or sha256:<hex> of a key); with any key (here or in TADPOLE_API_KEYS, comma-separated) every request needs one (TADPOLE_API_KEYS_FILE)"),
+		rate:      fs.Int("rate-limit", envInt("TADPOLE_RATE_LIMIT", 0), "requests per minute per API key; 0: no limit (TADPOLE_RATE_LIMIT)"),
+		streams:   fs.Int("max-streams", envInt("TADPOLE_MAX_STREAMS", 0), "concurrent generation (POST) requests per API key; 0: no limit (TADPOLE_MAX_STREAMS)"),
+		maxBody:   fs.String("max-body", env("TADPOLE_MAX_BODY", "10MiB"), "largest request body, e.g. 10MiB or 1MB; larger ones get 413 (TADPOLE_MAX_BODY)"),
+		dataDir:   fs.String("data-dir", env("TADPOLE_DATA_DIR", ""), "directory of the job database (default: \"data\" beside the models directory) (TADPOLE_DATA_DIR)"),
+		workers:   fs.Int("job-workers", envInt("TADPOLE_JOB_WORKERS", 2), "jobs run at once (TADPOLE_JOB_WORKERS)"),
+		retention: fs.String("job-retention", env("TADPOLE_JOB_RETENTION", "168h"), "how long finished jobs are kept, e.g. 72h or 30d; 0: forever (TADPOLE_JOB_RETENTION)"),
+	}
+}
+
+// apply opens what the flags configure into cfg: the API keys (from the
+// file and TADPOLE_API_KEYS), the body limit and the job store.
+func (f *apiFlags) apply(cfg *server.Config) error {
+	keys, err := auth.LoadKeys(*f.keysFile, env("TADPOLE_API_KEYS", ""))
+	if err != nil {
+		return err
+	}
+	cfg.Auth, err = auth.New(auth.Config{Keys: keys, Rate: *f.rate, MaxStreams: *f.streams})
+	if err != nil {
+		return err
+	}
+	if cfg.Auth.Enabled() {
+		slog.Info("API keys required", "keys", len(keys), "rate_limit_per_minute", *f.rate, "max_streams", *f.streams)
+	}
+	n, err := bytes.Parse(*f.maxBody)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("--max-body: want a size such as 10MiB, not %q", *f.maxBody)
+	}
+	cfg.MaxBody = n
+	retention, err := parseRetention(*f.retention)
+	if err != nil {
+		return err
+	}
+	if *f.workers < 1 {
+		return fmt.Errorf("--job-workers must be at least 1")
+	}
+	dir := *f.dataDir
+	if dir == "" {
+		dir = filepath.Join(filepath.Dir(filepath.Clean(cfg.ModelsDir)), "data")
+	}
+	cfg.Jobs, err = jobs.Open(jobs.Config{Dir: dir, Retention: retention})
+	if err != nil {
+		return err
+	}
+	cfg.JobWorkers = *f.workers
+	slog.Info("jobs", "data_dir", dir, "workers", *f.workers, "retention", retention)
+	return nil
+}
+
+// parseRetention reads a duration, also in days ("30d").
+func parseRetention(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.ParseFloat(days, 64); err == nil && n >= 0 {
+			return time.Duration(n * 24 * float64(time.Hour)), nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("--job-retention: want a duration such as 168h or 7d, not %q", s)
+	}
+	return d, nil
+}

@@ -1,0 +1,107 @@
+package anura
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/server/dialect"
+	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/jobs"
+	"github.com/tadpole-llm/tadpole/server/usage"
+)
+
+// Handler serves the Anura routes.
+type Handler struct {
+	Store *models.Store
+	Infer *infer.Service
+	// Jobs stores and runs the jobs; nil disables the job routes (503).
+	Jobs *jobs.Store
+	// Usage receives the tokens of jobs, under the id of the key that
+	// submitted them (nil: not counted).
+	Usage *usage.Table
+}
+
+// Register adds the routes to e.
+func (h *Handler) Register(e *echo.Echo) {
+	g := e.Group("/api/v1")
+	g.POST("/cowsay", handle(h.submitCowsay))
+	g.POST("/ollama", handle(h.submitOllama))
+	g.GET("/jobs", handle(h.listJobs))
+	g.GET("/jobs/:id", handle(h.getJob))
+	g.DELETE("/jobs/:id", handle(h.cancelJob))
+	g.GET("/cowsay/:id/results", handle(h.results(typeCowsay)))
+	g.GET("/ollama/:id/results", handle(h.results(typeOllama)))
+	g.POST("/chat/completions", handle(h.chat))
+	g.GET("/models", handle(h.models))
+}
+
+// envelope wraps Anura's JSON answers.
+type envelope struct {
+	Data    any    `json:"data"`
+	Message string `json:"message"`
+	Status  int    `json:"status"`
+}
+
+// reply answers with data in the envelope.
+func reply(c echo.Context, code int, message string, data any) error {
+	return c.JSON(code, envelope{Data: data, Message: message, Status: code})
+}
+
+// apiError is an error answer of a handler.
+type apiError struct {
+	code int
+	msg  string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func errorf(code int, format string, args ...any) error {
+	return &apiError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// handle answers a handler's apiError in Anura's shape (whatever the
+// server's error handler does).
+func handle(f echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := f(c)
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return dialect.Write(c, dialect.Error{Status: ae.code, Message: ae.msg})
+		}
+		return err
+	}
+}
+
+// readBody reads a request body: 400 when it is missing, 413 when it is
+// over the server's body limit.
+func readBody(c echo.Context) ([]byte, error) {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
+			return nil, errorf(http.StatusRequestEntityTooLarge, "request body too large")
+		}
+		return nil, errorf(http.StatusBadRequest, "read body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, errorf(http.StatusBadRequest, "missing request body")
+	}
+	return body, nil
+}
+
+func (h *Handler) models(c echo.Context) error {
+	entries, err := h.Store.List()
+	if err != nil {
+		return errorf(http.StatusInternalServerError, "%v", err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name.String())
+	}
+	return reply(c, http.StatusOK, "OK", map[string][]string{"models": names})
+}

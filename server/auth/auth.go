@@ -1,0 +1,221 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tadpole-llm/tadpole/server/dialect"
+	"github.com/tadpole-llm/tadpole/server/usage"
+)
+
+// Config configures API keys and their limits.
+type Config struct {
+	// Keys are the accepted keys or their "sha256:<hex>" hashes. None:
+	// every request is served without a key.
+	Keys []string
+	// Rate is how many requests a key may make per Per (default one
+	// minute); 0: no limit.
+	Rate int
+	Per  time.Duration
+	// MaxStreams is how many generation requests (POST) a key may have
+	// in flight at once; 0: no limit.
+	MaxStreams int
+	// Usage receives each key's counters (nil: a table of its own).
+	Usage *usage.Table
+}
+
+// Auth checks API keys. A nil or key-less Auth lets every request in.
+type Auth struct {
+	keys       []*key
+	rate       float64 // tokens per second
+	burst      float64
+	maxStreams int64
+	usage      *usage.Table
+}
+
+// key is one accepted key: its hash and its limits' state.
+type key struct {
+	hash    [sha256.Size]byte
+	id      string
+	usage   *usage.Counters
+	mu      sync.Mutex
+	tokens  float64
+	last    time.Time
+	streams atomic.Int64
+}
+
+// New checks the configuration and builds an Auth.
+func New(cfg Config) (*Auth, error) {
+	a := &Auth{maxStreams: int64(cfg.MaxStreams), usage: cfg.Usage}
+	if a.usage == nil {
+		a.usage = &usage.Table{}
+	}
+	if cfg.Rate < 0 || cfg.MaxStreams < 0 {
+		return nil, fmt.Errorf("rate limits must not be negative")
+	}
+	if cfg.Rate > 0 {
+		per := cfg.Per
+		if per <= 0 {
+			per = time.Minute
+		}
+		a.burst = float64(cfg.Rate)
+		a.rate = float64(cfg.Rate) / per.Seconds()
+	}
+	seen := map[[sha256.Size]byte]bool{}
+	for i, e := range cfg.Keys {
+		h, err := parseEntry(e)
+		if err != nil {
+			return nil, fmt.Errorf("api key %d: %w", i+1, err)
+		}
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		id := keyID(h)
+		a.keys = append(a.keys, &key{hash: h, id: id, usage: a.usage.For(id), tokens: a.burst})
+	}
+	return a, nil
+}
+
+// Enabled reports whether requests need a key.
+func (a *Auth) Enabled() bool { return a != nil && len(a.keys) > 0 }
+
+// Usage is every key's usage so far (nil for a nil Auth); an exporter
+// reads it through usage.Reader.
+func (a *Auth) Usage() *usage.Table {
+	if a == nil {
+		return nil
+	}
+	return a.usage
+}
+
+// lookup finds the key whose hash matches the presented secret, looking
+// at every key with a constant-time comparison.
+func (a *Auth) lookup(secret string) *key {
+	if secret == "" {
+		return nil
+	}
+	h := sha256.Sum256([]byte(secret))
+	var found *key
+	for _, k := range a.keys {
+		if subtle.ConstantTimeCompare(h[:], k.hash[:]) == 1 {
+			found = k
+		}
+	}
+	return found
+}
+
+// public reports whether a request needs no key: the liveness and
+// version routes and the metrics.
+func public(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	switch r.URL.Path {
+	case "/", "/api/version", "/metrics":
+		return true
+	}
+	return false
+}
+
+// secret is the key a request presents: "Authorization: Bearer KEY"
+// (or "X-API-Key: KEY", which older Anura clients send).
+func secret(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, rest, ok := strings.Cut(strings.TrimSpace(h), " ")
+		if ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(rest)
+		}
+		return ""
+	}
+	return strings.TrimSpace(r.Header.Get("X-API-Key"))
+}
+
+// Middleware refuses requests without a valid key (401) and over a key's
+// limits (429 with Retry-After), and counts each key's requests.
+func (a *Auth) Middleware() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			if !a.Enabled() || public(req) {
+				return next(c)
+			}
+			s := secret(req)
+			k := a.lookup(s)
+			if k == nil {
+				msg := "invalid API key"
+				if s == "" {
+					msg = "missing API key: send it as Authorization: Bearer <key>"
+				}
+				return dialect.Write(c, dialect.Error{Status: http.StatusUnauthorized, Message: msg, Code: "invalid_api_key"})
+			}
+			c.SetRequest(req.WithContext(usage.NewContext(context.WithValue(req.Context(), keyCtx{}, k.id), k.usage)))
+			if wait := a.take(k, time.Now()); wait > 0 {
+				k.usage.Limited()
+				return dialect.Write(c, dialect.Error{
+					Status: http.StatusTooManyRequests, Message: fmt.Sprintf("rate limit reached: %.0f requests per %s", a.burst, perText(a.burst/a.rate)),
+					Code: "rate_limit_exceeded", RetryAfter: int(math.Ceil(wait.Seconds())),
+				})
+			}
+			if req.Method == http.MethodPost && a.maxStreams > 0 {
+				if k.streams.Add(1) > a.maxStreams {
+					k.streams.Add(-1)
+					k.usage.Limited()
+					return dialect.Write(c, dialect.Error{
+						Status: http.StatusTooManyRequests, Message: fmt.Sprintf("too many concurrent requests: at most %d per key", a.maxStreams),
+						Code: "rate_limit_exceeded", RetryAfter: 1,
+					})
+				}
+				defer k.streams.Add(-1)
+			}
+			k.usage.Request()
+			return next(c)
+		}
+	}
+}
+
+// take takes one request from k's bucket, or returns how long until one
+// is there.
+func (a *Auth) take(k *key, now time.Time) time.Duration {
+	if a.rate == 0 {
+		return 0
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.last.IsZero() {
+		k.tokens = math.Min(a.burst, k.tokens+now.Sub(k.last).Seconds()*a.rate)
+	}
+	k.last = now
+	if k.tokens >= 1 {
+		k.tokens--
+		return 0
+	}
+	return time.Duration((1 - k.tokens) / a.rate * float64(time.Second))
+}
+
+func perText(seconds float64) string {
+	d := time.Duration(seconds * float64(time.Second))
+	if d == time.Minute {
+		return "minute"
+	}
+	return d.String()
+}
+
+type keyCtx struct{}
+
+// KeyID is the id of the key a request's context was authenticated with
+// ("" without keys).
+func KeyID(ctx context.Context) string {
+	id, _ := ctx.Value(keyCtx{}).(string)
+	return id
+}

@@ -1,0 +1,252 @@
+package ollama
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tadpole-llm/tadpole/engine/runner"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/infer"
+)
+
+// Runner runs Ollama generate and chat requests through the generation
+// path. It is the one implementation behind /api/generate and /api/chat
+// and behind every other caller that needs Ollama's answers (the job
+// workers of server/anura, which run with a negative Priority so that
+// interactive requests overtake them for slots).
+type Runner struct {
+	Infer *infer.Service
+	// Priority orders requests waiting for a slot: 0 for interactive
+	// requests, negative for background work.
+	Priority int
+}
+
+// Call is a validated request with its options resolved, ready to Start.
+type Call struct {
+	r        Runner
+	model    string // as the request named it
+	ireq     *infer.Request
+	loadOnly bool // no prompt (no messages): load the model and answer
+	start    time.Time
+}
+
+// Stream is a started call. Events is nil for a load-only call; Close
+// must be called once.
+type Stream struct {
+	Events <-chan runner.Event
+	call   *Call
+	in     *infer.Instance
+	cancel context.CancelFunc
+}
+
+// options checks a request's model name and applies its options over
+// the model's (Ollama's defaults with the model's PARAMETER values).
+func options(svc *infer.Service, model string, m map[string]any) (api.Options, error) {
+	if model == "" {
+		return api.Options{}, errorf(http.StatusBadRequest, "model is required")
+	}
+	opts, err := svc.ModelOptions(model)
+	if err != nil {
+		return opts, inferError(err)
+	}
+	unknown, err := opts.Apply(m)
+	if err != nil {
+		return opts, errorf(http.StatusBadRequest, "%v", err)
+	}
+	if len(unknown) > 0 {
+		slog.Warn("ignoring unknown options", "options", unknown)
+	}
+	return opts, nil
+}
+
+// PrepareGenerate validates an /api/generate request.
+func (r Runner) PrepareGenerate(req *api.GenerateRequest) (*Call, error) {
+	start := time.Now()
+	opts, err := options(r.Infer, req.Model, req.Options)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Images) > 0 {
+		return nil, errorf(http.StatusBadRequest, "model %q does not support images", req.Model)
+	}
+	grammar, err := formatGrammar(req.Format)
+	if err != nil {
+		return nil, err
+	}
+	ireq := &infer.Request{
+		Model: req.Model, Prompt: req.Prompt, System: req.System, Template: req.Template, Raw: req.Raw, Grammar: grammar,
+		Context: req.Context, Options: opts, KeepAlive: keepAlive(req.KeepAlive), Truncate: req.Truncate, Shift: req.Shift,
+		Priority: r.Priority,
+	}
+	return &Call{r: r, model: req.Model, ireq: ireq, loadOnly: req.Prompt == "" && len(req.Context) == 0, start: start}, nil
+}
+
+// PrepareChat validates an /api/chat request.
+func (r Runner) PrepareChat(req *api.ChatRequest) (*Call, error) {
+	start := time.Now()
+	opts, err := options(r.Infer, req.Model, req.Options)
+	if err != nil {
+		return nil, err
+	}
+	grammar, err := formatGrammar(req.Format)
+	if err != nil {
+		return nil, err
+	}
+	ireq := &infer.Request{
+		Model: req.Model, Chat: true, Options: opts, KeepAlive: keepAlive(req.KeepAlive),
+		Grammar: grammar, Truncate: req.Truncate, Shift: req.Shift, Priority: r.Priority,
+	}
+	for i, m := range req.Messages {
+		if !chatRoles[m.Role] {
+			return nil, errorf(http.StatusBadRequest, "messages[%d]: invalid role %q (system, user, assistant or tool)", i, m.Role)
+		}
+		if len(m.Images) > 0 {
+			return nil, errorf(http.StatusBadRequest, "model %q does not support images", req.Model)
+		}
+		ireq.Messages = append(ireq.Messages, infer.Message{Role: m.Role, Content: m.Content})
+	}
+	return &Call{r: r, model: req.Model, ireq: ireq, loadOnly: len(req.Messages) == 0, start: start}, nil
+}
+
+// Start gets the model loaded (waiting for it as long as ctx allows) and
+// queues the generation. Cancelling ctx ends it.
+func (c *Call) Start(ctx context.Context) (*Stream, error) {
+	in, err := c.r.Infer.Acquire(ctx, c.model, c.ireq.Options, c.ireq.KeepAlive)
+	if err != nil {
+		return nil, inferError(err)
+	}
+	s := &Stream{call: c, in: in, cancel: func() {}}
+	if c.loadOnly {
+		return s, nil
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	events, err := c.r.Infer.Start(ctx, in, c.ireq)
+	if err != nil {
+		s.Close()
+		return nil, inferError(err)
+	}
+	s.Events = events
+	return s, nil
+}
+
+// Close ends the generation if it still runs and hands the model back.
+func (s *Stream) Close() {
+	s.cancel()
+	s.in.Release()
+}
+
+// Metrics are the statistics of the stream's final event.
+func (s *Stream) Metrics(ev runner.Event) api.Metrics {
+	return metrics(ev, s.call.start, s.in.LoadDuration)
+}
+
+// GenerateFinal is the last /api/generate answer of a stream that ended
+// with ev, with response as its text.
+func (s *Stream) GenerateFinal(ev runner.Event, response string) api.GenerateResponse {
+	if s.Events == nil {
+		return api.GenerateResponse{Model: s.call.model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: loadReason(s.call.ireq.KeepAlive)}
+	}
+	ctxTokens := make([]int, len(ev.Tokens))
+	for i, t := range ev.Tokens {
+		ctxTokens[i] = int(t)
+	}
+	return api.GenerateResponse{
+		Model: s.call.model, CreatedAt: time.Now().UTC(), Response: response, Done: true, DoneReason: ev.DoneReason,
+		Context: ctxTokens, Metrics: s.Metrics(ev),
+	}
+}
+
+// ChatFinal is the last /api/chat answer of a stream that ended with ev,
+// with content as the assistant's message.
+func (s *Stream) ChatFinal(ev runner.Event, content string) api.ChatResponse {
+	if s.Events == nil {
+		return api.ChatResponse{
+			Model: s.call.model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant"},
+			Done: true, DoneReason: loadReason(s.call.ireq.KeepAlive),
+		}
+	}
+	return api.ChatResponse{
+		Model: s.call.model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: content},
+		Done: true, DoneReason: ev.DoneReason, Metrics: s.Metrics(ev),
+	}
+}
+
+// collect reads a stream to its end: the whole text and the final event.
+func (s *Stream) collect() (string, runner.Event, error) {
+	var text strings.Builder
+	for ev := range s.Events {
+		text.WriteString(ev.Text)
+		if ev.Done {
+			if ev.Err != nil {
+				return "", ev, errorf(http.StatusInternalServerError, "%v", ev.Err)
+			}
+			return text.String(), ev, nil
+		}
+	}
+	return "", runner.Event{}, errorf(http.StatusInternalServerError, "generation ended without a result")
+}
+
+// Generate runs an /api/generate request to its end: the non-streamed
+// answer.
+func (r Runner) Generate(ctx context.Context, req *api.GenerateRequest) (*api.GenerateResponse, error) {
+	call, err := r.PrepareGenerate(req)
+	if err != nil {
+		return nil, err
+	}
+	s, err := call.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if s.Events == nil {
+		resp := s.GenerateFinal(runner.Event{}, "")
+		return &resp, nil
+	}
+	text, ev, err := s.collect()
+	if err != nil {
+		return nil, err
+	}
+	resp := s.GenerateFinal(ev, text)
+	return &resp, nil
+}
+
+// Chat runs an /api/chat request to its end: the non-streamed answer.
+func (r Runner) Chat(ctx context.Context, req *api.ChatRequest) (*api.ChatResponse, error) {
+	call, err := r.PrepareChat(req)
+	if err != nil {
+		return nil, err
+	}
+	s, err := call.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if s.Events == nil {
+		resp := s.ChatFinal(runner.Event{}, "")
+		return &resp, nil
+	}
+	text, ev, err := s.collect()
+	if err != nil {
+		return nil, err
+	}
+	resp := s.ChatFinal(ev, text)
+	return &resp, nil
+}
+
+// StatusOf is the HTTP status code and message of an error of a Runner
+// (500 for an error without one), for callers that answer in another
+// shape or record the error.
+func StatusOf(err error) (int, string) {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return he.Code, fmt.Sprint(he.Message)
+	}
+	return http.StatusInternalServerError, err.Error()
+}

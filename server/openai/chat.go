@@ -1,0 +1,258 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/tadpole-llm/tadpole/engine/grammar"
+	"github.com/tadpole-llm/tadpole/server/infer"
+)
+
+// maxTopLogprobs bounds top_logprobs, as OpenAI does.
+const maxTopLogprobs = 20
+
+// roles maps OpenAI's message roles to the chat template's: developer
+// messages are system messages, legacy function results are tool results.
+var roles = map[string]string{
+	"system": "system", "developer": "system", "user": "user",
+	"assistant": "assistant", "tool": "tool", "function": "tool",
+}
+
+// prepareChat validates a chat request and turns it into one generation
+// request per choice (n of them).
+func (h *Handler) prepareChat(req *ChatRequest) ([]*infer.Request, int, error) {
+	if req.Model == "" {
+		return nil, 0, invalid("model", "you must provide a model parameter")
+	}
+	if len(req.Messages) == 0 {
+		return nil, 0, invalid("messages", "Invalid 'messages': expected a non-empty array.")
+	}
+	msgs, err := messages(req.Messages, req.Model)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := checkTools(req.Tools, req.ToolChoice); err != nil {
+		return nil, 0, err
+	}
+	gram, err := formatGrammar(req.ResponseFormat)
+	if err != nil {
+		return nil, 0, err
+	}
+	maxTokens, param := req.MaxCompletionTokens, "max_completion_tokens"
+	if maxTokens == nil {
+		maxTokens, param = req.MaxTokens, "max_tokens"
+	}
+	if maxTokens != nil && *maxTokens < 1 {
+		return nil, 0, invalid(param, "Invalid '%s': %d. Expected a value >= 1.", param, *maxTokens)
+	}
+	top := 0
+	if req.TopLogprobs != nil {
+		top = *req.TopLogprobs
+		if top < 0 || top > maxTopLogprobs {
+			return nil, 0, invalid("top_logprobs", "Invalid 'top_logprobs': %d. Expected a value between 0 and %d.", top, maxTopLogprobs)
+		}
+		if top > 0 && !req.Logprobs {
+			return nil, 0, invalid("top_logprobs", "'top_logprobs' requires 'logprobs' to be true.")
+		}
+	}
+	for _, m := range req.Modalities {
+		if m != "text" {
+			return nil, 0, notSupported("modalities", "Invalid value for 'modalities': %q. Only 'text' output is supported.", m)
+		}
+	}
+	if a := bytes.TrimSpace(req.Audio); len(a) > 0 && string(a) != "null" {
+		return nil, 0, notSupported("audio", "Audio output is not supported.")
+	}
+	// Without a limit, a chat answer may fill the context (OpenAI's
+	// meaning), unless the model's parameters set num_predict.
+	opts, err := h.options(req.Model, -2)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := sampling{
+		Temperature: req.Temperature, TopP: req.TopP, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty,
+		Stop: req.Stop, Seed: req.Seed, N: req.N, LogitBias: req.LogitBias,
+	}.apply(&opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	if maxTokens != nil {
+		opts.NumPredict = *maxTokens
+	}
+	ireq := &infer.Request{
+		Model: req.Model, Chat: true, Messages: msgs, Options: opts, Grammar: gram,
+		Logprobs: req.Logprobs, TopLogprobs: top,
+	}
+	return choices(ireq, n), n, nil
+}
+
+// messages converts the request's messages.
+func messages(msgs []ChatMessage, model string) ([]infer.Message, error) {
+	out := make([]infer.Message, 0, len(msgs))
+	for i, m := range msgs {
+		role, ok := roles[m.Role]
+		if !ok {
+			return nil, invalid(fmt.Sprintf("messages[%d].role", i),
+				"Invalid value for 'messages[%d].role': %q. Supported values are: 'system', 'developer', 'user', 'assistant', 'tool' and 'function'.", i, m.Role)
+		}
+		content, err := messageContent(i, m, model)
+		if err != nil {
+			return nil, err
+		}
+		if tc := bytes.TrimSpace(m.ToolCalls); len(tc) > 0 && string(tc) != "null" {
+			var calls []json.RawMessage
+			if m.Role != "assistant" || json.Unmarshal(tc, &calls) != nil {
+				return nil, invalid(fmt.Sprintf("messages[%d].tool_calls", i), "tool_calls must be an array, on assistant messages only")
+			}
+		}
+		out = append(out, infer.Message{Role: role, Content: content})
+	}
+	return out, nil
+}
+
+// messageContent is a message's text: its content string, or its text
+// parts joined by newlines. Other parts (images, audio, files) are
+// refused: no model Tadpole serves takes them yet.
+func messageContent(i int, m ChatMessage, model string) (string, error) {
+	param := fmt.Sprintf("messages[%d].content", i)
+	raw := bytes.TrimSpace(m.Content)
+	if len(raw) == 0 || string(raw) == "null" {
+		if m.Role == "assistant" || m.Role == "tool" || m.Role == "function" {
+			return "", nil
+		}
+		return "", invalid(param, "Missing required parameter: '%s'.", param)
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", invalid(param, "Invalid '%s': %v", param, err)
+		}
+		return s, nil
+	case '[':
+		var parts []json.RawMessage
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return "", invalid(param, "Invalid '%s': %v", param, err)
+		}
+		texts := make([]string, 0, len(parts))
+		for j, p := range parts {
+			pp := fmt.Sprintf("%s[%d]", param, j)
+			var cp ContentPart
+			if err := json.Unmarshal(p, &cp); err != nil {
+				return "", invalid(pp, "Invalid content part '%s': expected an object with a type.", pp)
+			}
+			switch cp.Type {
+			case "text":
+				texts = append(texts, cp.Text)
+			case "refusal":
+				texts = append(texts, cp.Refusal)
+			case "image_url", "input_image":
+				return "", notSupported(pp, "Image input is not supported: model '%s' takes text only.", model)
+			case "input_audio":
+				return "", notSupported(pp, "Audio input is not supported: model '%s' takes text only.", model)
+			case "file":
+				return "", notSupported(pp, "File input is not supported: model '%s' takes text only.", model)
+			case "":
+				return "", invalid(pp+".type", "Missing required parameter: '%s.type'.", pp)
+			default:
+				return "", invalid(pp+".type", "Invalid value for '%s.type': %q. Supported values are: 'text', 'image_url', 'input_audio', 'file' and 'refusal'.", pp, cp.Type)
+			}
+		}
+		return strings.Join(texts, "\n"), nil
+	}
+	return "", invalid(param, "Invalid type for '%s': expected a string or an array of content parts.", param)
+}
+
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// checkTools validates tools and tool_choice. Tools are accepted and not
+// yet used: the prompt does not show them to the model and its answer is
+// not parsed for tool calls, so a tool call cannot be forced ("required"
+// or a named function is refused).
+func checkTools(tools []Tool, choice json.RawMessage) error {
+	names := map[string]bool{}
+	for i, t := range tools {
+		p := fmt.Sprintf("tools[%d]", i)
+		if t.Type != "function" {
+			return invalid(p+".type", "Invalid value for '%s.type': %q. Supported values are: 'function'.", p, t.Type)
+		}
+		if t.Function == nil {
+			return invalid(p+".function", "Missing required parameter: '%s.function'.", p)
+		}
+		if !toolName.MatchString(t.Function.Name) {
+			return invalid(p+".function.name", "Invalid '%s.function.name': %q. Expected a string of letters, digits, '_' and '-', at most 64 long.", p, t.Function.Name)
+		}
+		if ps := bytes.TrimSpace(t.Function.Parameters); len(ps) > 0 && string(ps) != "null" && ps[0] != '{' {
+			return invalid(p+".function.parameters", "Invalid type for '%s.function.parameters': expected an object (a JSON schema).", p)
+		}
+		names[t.Function.Name] = true
+	}
+	raw := bytes.TrimSpace(choice)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var mode string
+	if json.Unmarshal(raw, &mode) == nil {
+		switch mode {
+		case "none", "auto":
+		case "required":
+			if len(tools) == 0 {
+				return invalid("tool_choice", "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.")
+			}
+			return notSupported("tool_choice", "tool_choice 'required' is not supported yet: tool calls are not parsed yet.")
+		default:
+			return invalid("tool_choice", "Invalid value for 'tool_choice': %q. Supported values are: 'none', 'auto' and 'required'.", mode)
+		}
+		return nil
+	}
+	var named struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(raw, &named) != nil || named.Type != "function" || named.Function.Name == "" {
+		return invalid("tool_choice", "Invalid 'tool_choice': expected 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": ...}}.")
+	}
+	if !names[named.Function.Name] {
+		return invalid("tool_choice", "Invalid 'tool_choice': no tool named %q in 'tools'.", named.Function.Name)
+	}
+	return notSupported("tool_choice", "Forcing a named tool is not supported yet: tool calls are not parsed yet.")
+}
+
+// formatGrammar is the grammar of response_format: none for text, any
+// JSON object for json_object, the schema for json_schema. Output is
+// always held to the schema (as with strict: true).
+func formatGrammar(rf *ResponseFormat) (string, error) {
+	if rf == nil {
+		return "", nil
+	}
+	switch rf.Type {
+	case "text":
+		return "", nil
+	case "json_object":
+		return grammar.JSONObject(), nil
+	case "json_schema":
+		if rf.JSONSchema == nil {
+			return "", invalid("response_format.json_schema", "Missing required parameter: 'response_format.json_schema'.")
+		}
+		s := bytes.TrimSpace(rf.JSONSchema.Schema)
+		if len(s) == 0 || string(s) == "null" {
+			return grammar.JSONObject(), nil
+		}
+		if s[0] != '{' {
+			return "", invalid("response_format.json_schema.schema", "Invalid type for 'response_format.json_schema.schema': expected an object.")
+		}
+		g, err := grammar.FromSchema(s)
+		if err != nil {
+			return "", invalid("response_format.json_schema.schema", "Invalid schema for response_format '%s': %v", rf.JSONSchema.Name, err)
+		}
+		return g, nil
+	case "":
+		return "", invalid("response_format.type", "Missing required parameter: 'response_format.type'.")
+	}
+	return "", invalid("response_format.type", "Invalid value for 'response_format.type': %q. Supported values are: 'text', 'json_object' and 'json_schema'.", rf.Type)
+}

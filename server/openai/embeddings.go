@@ -1,0 +1,123 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
+
+// embeddings serves POST /v1/embeddings: one pooled, normalised
+// embedding per input text.
+func (h *Handler) embeddings(c echo.Context) error {
+	var req EmbeddingRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Model == "" {
+		return invalid("model", "you must provide a model parameter")
+	}
+	c.Set("model", req.Model)
+	inputs, err := embeddingInputs(req.Input)
+	if err != nil {
+		return err
+	}
+	switch req.EncodingFormat {
+	case "", "float", "base64":
+	default:
+		return invalid("encoding_format", "Invalid value for 'encoding_format': %q. Supported values are: 'float' and 'base64'.", req.EncodingFormat)
+	}
+	if req.Dimensions != nil && *req.Dimensions < 1 {
+		return invalid("dimensions", "Invalid 'dimensions': %d. Expected a value >= 1.", *req.Dimensions)
+	}
+	opts, err := h.options(req.Model, -1)
+	if err != nil {
+		return err
+	}
+	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, nil)
+	if err != nil {
+		return inferError(err, req.Model)
+	}
+	defer in.Release()
+	embs, tokens, err := in.Embed(inputs, true)
+	if err != nil {
+		return invalid("input", "%v", err)
+	}
+	out := EmbeddingList{Object: "list", Model: req.Model, Data: make([]Embedding, len(embs))}
+	for i, e := range embs {
+		if req.Dimensions != nil {
+			if *req.Dimensions > len(e) {
+				return invalid("dimensions", "Invalid 'dimensions': %d. Model '%s' has %d dimensions.", *req.Dimensions, req.Model, len(e))
+			}
+			e = renormalize(e[:*req.Dimensions])
+		}
+		var v any = e
+		if req.EncodingFormat == "base64" {
+			v = encodeBase64(e)
+		}
+		out.Data[i] = Embedding{Object: "embedding", Embedding: v, Index: i}
+	}
+	out.Usage.PromptTokens, out.Usage.TotalTokens = tokens, tokens
+	return c.JSON(http.StatusOK, out)
+}
+
+// embeddingInputs reads input: a string or an array of strings, none
+// empty. Token arrays are refused: the embedding path takes text.
+func embeddingInputs(raw json.RawMessage) ([]string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, invalid("input", "Missing required parameter: 'input'.")
+	}
+	var texts []string
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		texts = []string{one}
+	} else if json.Unmarshal(raw, &texts) != nil {
+		var tokens []json.Number
+		var lists [][]json.Number
+		if json.Unmarshal(raw, &tokens) == nil || json.Unmarshal(raw, &lists) == nil {
+			return nil, notSupported("input", "Token arrays as embedding input are not supported: send text.")
+		}
+		return nil, invalid("input", "Invalid type for 'input': expected a string or an array of strings.")
+	}
+	if len(texts) == 0 {
+		return nil, invalid("input", "Invalid 'input': empty array. Expected an array with at least one string.")
+	}
+	for i, t := range texts {
+		if t == "" {
+			return nil, invalid("input", "Invalid 'input[%d]': empty string.", i)
+		}
+	}
+	return texts, nil
+}
+
+// renormalize scales a truncated embedding back to unit length.
+func renormalize(e []float32) []float32 {
+	out := make([]float32, len(e))
+	var sum float64
+	for _, v := range e {
+		sum += float64(v) * float64(v)
+	}
+	inv := 1.0
+	if sum > 0 {
+		inv = 1 / math.Sqrt(sum)
+	}
+	for i, v := range e {
+		out[i] = float32(float64(v) * inv)
+	}
+	return out
+}
+
+// encodeBase64 is OpenAI's base64 encoding: the little-endian float32
+// bytes.
+func encodeBase64(e []float32) string {
+	b := make([]byte, 4*len(e))
+	for i, v := range e {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}

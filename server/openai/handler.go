@@ -1,0 +1,160 @@
+package openai
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/infer"
+)
+
+// Handler serves the OpenAI routes.
+type Handler struct {
+	Infer *infer.Service
+	Store *models.Store
+}
+
+// RegisterV1 adds the OpenAI API to a group at /v1 made with Errors as
+// its first middleware: unknown paths under it then answer 404, and wrong
+// methods 405, in OpenAI's shape too.
+func (h *Handler) RegisterV1(g *echo.Group) {
+	route(g, http.MethodPost, "/chat/completions", func(c echo.Context) error { return h.chat(c, false) })
+	route(g, http.MethodPost, "/completions", h.completions)
+	route(g, http.MethodPost, "/embeddings", h.embeddings)
+	route(g, http.MethodGet, "/models", h.listModels)
+	// Model names hold slashes and colons ("hf.co/someone/model:Q4_0"),
+	// escaped or not.
+	route(g, http.MethodGet, "/models/*", h.getModel)
+}
+
+// RegisterWebUI adds POST to a group at /api/chat/completions (Open
+// WebUI's path): the OpenAI chat request, answered with ids
+// "<model>-<uuid>" and Ollama's statistics in usage. The group, too, must
+// have Errors first; middleware only this route needs goes after it, so
+// its errors come back in OpenAI's shape as well.
+func (h *Handler) RegisterWebUI(g *echo.Group) {
+	route(g, http.MethodPost, "", func(c echo.Context) error { return h.chat(c, true) })
+}
+
+// route adds a route and answers its other methods with 405 through the
+// group's middleware (so in OpenAI's shape). OPTIONS is left to the CORS
+// middleware.
+func route(g *echo.Group, method, path string, h echo.HandlerFunc) {
+	g.Add(method, path, h)
+	var others []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m != method {
+			others = append(others, m)
+		}
+	}
+	g.Match(others, path, methodNotAllowed(method))
+}
+
+// decode reads a JSON object into v. Bad JSON is a 400 without param; a
+// value of the wrong type a 400 naming its field.
+func decode(c echo.Context, v any) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 64<<20))
+	if err != nil {
+		if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
+			return err
+		}
+		return invalid("", "could not read the request body: %v", err)
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return invalid("", "the request body is empty: send a JSON object")
+	}
+	if body[0] != '{' {
+		return invalid("", "the request body must be a JSON object")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return invalid(te.Field, "Invalid type for '%s': expected %s, but got %s instead.", te.Field, typeName(te.Type.Kind().String(), te.Type.String()), article(te.Value))
+		}
+		return invalid("", "We could not parse the JSON body of your request: %v", err)
+	}
+	return nil
+}
+
+func typeName(kind, typ string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
+		return "an integer"
+	case strings.HasPrefix(kind, "float"):
+		return "a number"
+	case kind == "bool":
+		return "a boolean"
+	case kind == "string":
+		return "a string"
+	case kind == "slice", kind == "array":
+		return "an array"
+	case kind == "map", kind == "struct":
+		return "an object"
+	}
+	return typ
+}
+
+func article(v string) string {
+	switch v {
+	case "object", "array", "integer":
+		return "an " + v
+	case "number", "string", "bool":
+		return "a " + v
+	}
+	return v
+}
+
+// options are the options a request to model starts from: Ollama's
+// defaults with OpenAI's sampling defaults where they differ
+// (temperature 1, top_p 1, no top_k, no repeat penalty), then the model's
+// own parameters (its Modelfile's PARAMETER lines). The request's fields
+// go on top. numPredict is the endpoint's default token limit, which the
+// model's num_predict parameter overrides. It also checks that the model
+// exists.
+func (h *Handler) options(model string, numPredict int) (api.Options, error) {
+	opts := api.DefaultOptions()
+	opts.Temperature, opts.TopP, opts.TopK, opts.RepeatPenalty = 1, 1, 0, 1
+	opts.NumPredict = numPredict
+	entry, err := h.Store.Resolve(model)
+	if err != nil {
+		if errors.Is(err, models.ErrNotFound) {
+			return opts, modelNotFound(model)
+		}
+		return opts, &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found", Message: err.Error()}
+	}
+	if _, err := opts.Apply(entry.Params); err != nil {
+		return opts, &Error{Status: http.StatusInternalServerError, Type: "server_error", Message: fmt.Sprintf("model %q has invalid parameters: %v", model, err)}
+	}
+	return opts, nil
+}
+
+// newID is prefix and 24 random letters and digits, like OpenAI's ids
+// ("chatcmpl-…").
+func newID(prefix string) string {
+	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = chars[int(b[i])%len(chars)]
+	}
+	return prefix + string(b)
+}
+
+// newUUID is a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}

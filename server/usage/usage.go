@@ -1,0 +1,100 @@
+package usage
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// Counters are one key's usage; safe for concurrent use.
+type Counters struct {
+	requests, limited, tokensIn, tokensOut atomic.Int64
+}
+
+// Request counts one request.
+func (c *Counters) Request() { c.requests.Add(1) }
+
+// Limited counts one request refused by a rate limit.
+func (c *Counters) Limited() { c.limited.Add(1) }
+
+// Tokens adds prompt (in) and generated (out) tokens.
+func (c *Counters) Tokens(in, out int) {
+	c.tokensIn.Add(int64(in))
+	c.tokensOut.Add(int64(out))
+}
+
+// Snapshot is one key's usage at a moment.
+type Snapshot struct {
+	Key         string `json:"key"` // the key's id, never the key
+	Requests    int64  `json:"requests"`
+	RateLimited int64  `json:"rate_limited"`
+	TokensIn    int64  `json:"tokens_in"`
+	TokensOut   int64  `json:"tokens_out"`
+}
+
+// Reader is what an exporter needs: every key's usage so far.
+type Reader interface {
+	Snapshot() []Snapshot
+}
+
+// Table holds the counters of every key by id. The zero value is ready to
+// use.
+type Table struct {
+	mu sync.Mutex
+	m  map[string]*Counters
+}
+
+// For returns the counters of the key with this id, creating them.
+func (t *Table) For(key string) *Counters {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string]*Counters{}
+	}
+	c := t.m[key]
+	if c == nil {
+		c = &Counters{}
+		t.m[key] = c
+	}
+	return c
+}
+
+// Snapshot returns every key's usage, sorted by key id.
+func (t *Table) Snapshot() []Snapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Snapshot, 0, len(t.m))
+	for k, c := range t.m {
+		out = append(out, Snapshot{
+			Key: k, Requests: c.requests.Load(), RateLimited: c.limited.Load(),
+			TokensIn: c.tokensIn.Load(), TokensOut: c.tokensOut.Load(),
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+type ctxKey struct{}
+
+// NewContext returns ctx carrying c: tokens processed for requests
+// made with the context are added to c.
+func NewContext(ctx context.Context, c *Counters) context.Context {
+	if c == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, ctxKey{}, c)
+}
+
+// FromContext returns the counters ctx carries, or nil.
+func FromContext(ctx context.Context) *Counters {
+	c, _ := ctx.Value(ctxKey{}).(*Counters)
+	return c
+}
+
+// AddTokens adds tokens to the counters ctx carries, if any.
+func AddTokens(ctx context.Context, in, out int) {
+	if c := FromContext(ctx); c != nil {
+		c.Tokens(in, out)
+	}
+}
