@@ -89,9 +89,12 @@ type Request struct {
 	// KeepAlive overrides the server's default when set.
 	KeepAlive *time.Duration
 	// Grammar constrains the output (GBNF), e.g. from a JSON format.
-	Grammar  string
-	Truncate *bool
-	Shift    *bool
+	Grammar string
+	// LogitBias adds to the logits of tokens before sampling (OpenAI's
+	// logit_bias; -100 practically bans a token).
+	LogitBias map[engine.Token]float32
+	Truncate  *bool
+	Shift     *bool
 	// Logprobs asks for each generated token's log-probability and the
 	// TopLogprobs most likely alternatives (runner.Event.Logprobs).
 	Logprobs    bool
@@ -201,7 +204,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (<-chan
 	o := req.Options
 	events, err := in.Runner.Generate(ctx, runner.Request{
 		Prompt:      tokens,
-		Sampling:    SamplerParams(o, req.Grammar),
+		Sampling:    samplerParams(o, req.Grammar, req.LogitBias),
 		NumPredict:  o.NumPredict,
 		NumKeep:     o.NumKeep,
 		Stop:        o.Stop,
@@ -421,14 +424,14 @@ func execTemplate(tmpl string, data map[string]any) (string, error) {
 	return b.String(), nil
 }
 
-// SamplerParams maps Ollama's options (and a grammar) to the engine's
-// sampler.
-func SamplerParams(o api.Options, grammar string) engine.SamplerParams {
+// samplerParams maps Ollama's options, a grammar and a logit bias to the
+// engine's sampler.
+func samplerParams(o api.Options, grammar string, bias map[engine.Token]float32) engine.SamplerParams {
 	return engine.SamplerParams{
 		Seed: int64(o.Seed), Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP,
 		TypicalP: o.TypicalP, RepeatLastN: o.RepeatLastN, RepeatPenalty: o.RepeatPenalty,
 		PresencePenalty: o.PresencePenalty, FrequencyPenalty: o.FrequencyPenalty,
 		Mirostat: o.Mirostat, MirostatTau: o.MirostatTau, MirostatEta: o.MirostatEta,
-		Grammar: grammar,
+		Grammar: grammar, LogitBias: bias,
 	}
 }

@@ -81,7 +81,7 @@ func (r Runner) PrepareGenerate(req *api.GenerateRequest) (*Call, error) {
 		return nil, err
 	}
 	ireq := &infer.Request{
-		Model: req.Model, Prompt: req.Prompt, System: req.System, Template: req.Template, Raw: req.Raw, Grammar: grammar,
+		Model: req.Model, Prompt: req.Prompt, Suffix: req.Suffix, System: req.System, Template: req.Template, Raw: req.Raw, Grammar: grammar,
 		Context: req.Context, Options: opts, KeepAlive: keepAlive(req.KeepAlive), Truncate: req.Truncate, Shift: req.Shift,
 		Priority: r.Priority,
 	}

@@ -83,7 +83,7 @@ func (h *Handler) prepareChat(req *ChatRequest) ([]*infer.Request, int, error) {
 		opts.NumPredict = *maxTokens
 	}
 	ireq := &infer.Request{
-		Model: req.Model, Chat: true, Messages: msgs, Options: opts, Grammar: gram,
+		Model: req.Model, Chat: true, Messages: msgs, Options: opts, Grammar: gram, LogitBias: logitBias(req.LogitBias),
 		Logprobs: req.Logprobs, TopLogprobs: top,
 	}
 	return choices(ireq, n), n, nil

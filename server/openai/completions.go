@@ -73,9 +73,6 @@ func (h *Handler) prepareCompletion(req *CompletionRequest) ([]promptInput, []*i
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	if req.Suffix != nil && *req.Suffix != "" {
-		return nil, nil, 0, notSupported("suffix", "suffix (fill-in-the-middle) is not supported yet.")
-	}
 	if req.MaxTokens != nil && *req.MaxTokens < 0 {
 		return nil, nil, 0, invalid("max_tokens", "Invalid 'max_tokens': %d. Expected a value >= 0.", *req.MaxTokens)
 	}
@@ -108,9 +105,14 @@ func (h *Handler) prepareCompletion(req *CompletionRequest) ([]promptInput, []*i
 	}
 	var reqs []*infer.Request
 	for _, p := range prompts {
+		suffix := ""
+		if req.Suffix != nil {
+			suffix = *req.Suffix
+		}
 		base := &infer.Request{
-			Model: req.Model, Raw: true, Prompt: p.text, Context: p.tokens, Options: opts,
-			Logprobs: req.Logprobs != nil, TopLogprobs: top,
+			Model: req.Model, Raw: true, Prompt: p.text, Suffix: suffix, Context: p.tokens, Options: opts,
+			LogitBias: logitBias(req.LogitBias),
+			Logprobs:  req.Logprobs != nil, TopLogprobs: top,
 		}
 		reqs = append(reqs, choices(base, n)...)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
@@ -112,8 +113,8 @@ func parseStop(raw json.RawMessage) (stop []string, set bool, err error) {
 }
 
 // checkLogitBias checks logit_bias (token ids to biases from -100 to
-// 100). The generation path cannot apply a bias yet, so a non-empty one
-// is refused rather than ignored.
+// 100); ids outside the model's vocabulary are refused when the sampler
+// is built.
 func checkLogitBias(m map[string]float64) error {
 	for k, v := range m {
 		if id, err := strconv.Atoi(k); err != nil || id < 0 {
@@ -123,10 +124,20 @@ func checkLogitBias(m map[string]float64) error {
 			return invalid("logit_bias", "Invalid value for 'logit_bias' token %s: %g. Expected a value between -100 and 100.", k, v)
 		}
 	}
-	if len(m) > 0 {
-		return notSupported("logit_bias", "logit_bias is not supported yet.")
-	}
 	return nil
+}
+
+// logitBias converts a checked logit_bias for the sampler.
+func logitBias(m map[string]float64) map[engine.Token]float32 {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[engine.Token]float32, len(m))
+	for k, v := range m {
+		id, _ := strconv.Atoi(k)
+		out[engine.Token(id)] = float32(v)
+	}
+	return out
 }
 
 // choices makes the n requests of one prompt. With a seed, choice i uses
