@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"log"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +28,7 @@ import (
 type benchServer struct {
 	srv    *server.Server
 	client *ollama.Client
+	url    string
 	dir    string
 }
 
@@ -44,7 +50,7 @@ func startServer(modelPath string, parallel, nctx, threads, gpuLayers int) *benc
 	}
 	go srv.Serve(ln)
 	u, _ := url.Parse("http://" + ln.Addr().String())
-	b := &benchServer{srv: srv, client: ollama.NewClient(u, http.DefaultClient), dir: dir}
+	b := &benchServer{srv: srv, client: ollama.NewClient(u, http.DefaultClient), url: u.String(), dir: dir}
 	// Load the model before measuring.
 	err = b.client.Generate(context.Background(), &ollama.GenerateRequest{Model: "bench", Options: map[string]any{"num_gpu": gpuLayers}}, func(ollama.GenerateResponse) error { return nil })
 	if err != nil {
@@ -53,34 +59,48 @@ func startServer(modelPath string, parallel, nctx, threads, gpuLayers int) *benc
 	return b
 }
 
-// decode runs streams concurrent streaming requests of n tokens each and
+// decode runs streams concurrent streaming requests of n tokens each
+// through OpenAI's /v1/completions (token-array prompts, greedy, the
+// end-of-generation tokens banned with logit_bias like the raw loop) and
 // returns generated tokens per second of wall time.
 func (b *benchServer) decode(m *engine.Model, streams, n int) (float64, int) {
+	bias := map[string]float64{}
+	for t := range benchSampling.LogitBias {
+		bias[fmt.Sprint(t)] = -100
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	total := 0
 	t0 := time.Now()
 	for s := 0; s < streams; s++ {
-		ctxTokens := []int{}
-		for _, t := range streamPrompt(m, s) {
-			ctxTokens = append(ctxTokens, int(t))
-		}
+		body, _ := json.Marshal(map[string]any{
+			"model": "bench", "prompt": streamPrompt(m, s), "max_tokens": n, "temperature": 0,
+			"logit_bias": bias, "stream": true, "stream_options": map[string]any{"include_usage": true},
+		})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := b.client.Generate(context.Background(), &ollama.GenerateRequest{
-				Model: "bench", Raw: true, Context: ctxTokens, Prompt: " ",
-				Options: map[string]any{"temperature": 0, "num_predict": n},
-			}, func(r ollama.GenerateResponse) error {
-				if r.Done {
-					mu.Lock()
-					total += r.EvalCount
-					mu.Unlock()
-				}
-				return nil
-			})
+			resp, err := http.Post(b.url+"/v1/completions", "application/json", bytes.NewReader(body))
 			if err != nil {
 				log.Fatal(err)
+			}
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				var chunk struct {
+					Usage *struct {
+						CompletionTokens int `json:"completion_tokens"`
+					} `json:"usage"`
+				}
+				line, ok := strings.CutPrefix(sc.Text(), "data: ")
+				if !ok || line == "[DONE]" {
+					continue
+				}
+				if json.Unmarshal([]byte(line), &chunk) == nil && chunk.Usage != nil {
+					mu.Lock()
+					total += chunk.Usage.CompletionTokens
+					mu.Unlock()
+				}
 			}
 		}()
 	}

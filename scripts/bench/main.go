@@ -106,7 +106,7 @@ func main() {
 		fmt.Println()
 	}
 	if srv != nil {
-		fmt.Println("\nHTTP: Ollama's /api/generate, streaming, through the official client; end-of-generation is not banned there, so compare it where its token count matches.")
+		fmt.Println("\nHTTP: a real server on loopback, OpenAI's /v1/completions streamed as SSE, same prompts, greedy, end-of-generation banned with logit_bias.")
 	}
 }
 
