@@ -23,9 +23,10 @@ import (
 
 // apiOptions configure startAPIServer.
 type apiOptions struct {
-	auth    *auth.Auth
-	maxBody int64
-	workers int
+	auth     *auth.Auth
+	maxBody  int64
+	workers  int
+	parallel int // slots (default 2)
 }
 
 // startAPIServer serves the demo model as "stories" with a job store in
@@ -40,8 +41,11 @@ func startAPIServer(t *testing.T, o apiOptions) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if o.parallel == 0 {
+		o.parallel = 2
+	}
 	srv := New(Config{
-		ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1},
+		ModelsDir: dir, Sched: sched.Config{Parallel: o.parallel, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1},
 		Auth: o.auth, MaxBody: o.maxBody, Jobs: st, JobWorkers: o.workers,
 	})
 	return serveForTest(t, srv)
@@ -528,5 +532,53 @@ func TestAnuraWithoutJobs(t *testing.T) {
 	}
 	if text, _, _, _ := anuraChat(t, ts, "", `{"model":"stories","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`); text == "" {
 		t.Fatal("no text")
+	}
+}
+
+// Jobs run behind interactive requests: with one slot, a request that
+// arrives while one job holds it goes before the other job, queued for
+// it earlier.
+func TestAnuraJobsYieldToInteractive(t *testing.T) {
+	ts := startAPIServer(t, apiOptions{parallel: 1, workers: 2})
+	body := `{"model":"stories","prompt":"Once upon a time","options":{"temperature":0,"num_predict":1000}}`
+	ids := []string{submitJob(t, ts, "", "/api/v1/ollama", body).ID, submitJob(t, ts, "", "/api/v1/ollama", body).ID}
+	status := func(id string) int {
+		_, _, b := do(t, "GET", ts.URL+"/api/v1/jobs/"+id, "", "")
+		j, _ := envelopeOf[anuraJob](t, b)
+		return j.Status
+	}
+	for deadline := time.Now().Add(time.Minute); status(ids[0]) != 1 || status(ids[1]) != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the jobs do not run")
+		}
+	}
+	sent := time.Now()
+	code, _, b := do(t, "POST", ts.URL+"/api/generate", "", `{"model":"stories","prompt":"Once upon a time","stream":false,"options":{"num_predict":5}}`)
+	answered := time.Now()
+	if code != 200 {
+		t.Fatalf("%d %s", code, b)
+	}
+	var finished []time.Time
+	for _, id := range ids {
+		waitJob(t, ts, "", id)
+		_, _, b := do(t, "GET", ts.URL+"/api/v1/jobs/"+id, "", "")
+		j, _ := envelopeOf[struct {
+			Status     int       `json:"status"`
+			FinishedAt time.Time `json:"finished_at"`
+		}](t, b)
+		if j.Status != 2 {
+			t.Fatalf("job %s: %s", id, b)
+		}
+		finished = append(finished, j.FinishedAt)
+	}
+	first, last := finished[0], finished[1]
+	if last.Before(first) {
+		first, last = last, first
+	}
+	if !sent.Before(first) {
+		t.Fatalf("both jobs finished before the request was sent")
+	}
+	if !answered.Before(last) {
+		t.Fatalf("the interactive request was answered at %v, after the job queued before it finished (%v)", answered, last)
 	}
 }

@@ -276,7 +276,7 @@ func (h *Handler) listJobs(c echo.Context) error {
 	}
 	page, next, err := st.List(c.Request().Context(), q)
 	if err != nil {
-		if strings.Contains(err.Error(), "cursor") {
+		if errors.Is(err, jobs.ErrBadCursor) {
 			return errorf(http.StatusBadRequest, "%v", err)
 		}
 		return errorf(http.StatusInternalServerError, "%v", err)

@@ -84,6 +84,8 @@ var (
 	// ErrFinished: the job has already completed, failed or been
 	// cancelled.
 	ErrFinished = errors.New("job has already finished")
+	// ErrBadCursor: List's After is not a cursor List returned.
+	ErrBadCursor = errors.New("invalid page cursor")
 )
 
 // Config configures a Store.
@@ -296,7 +298,7 @@ func (s *Store) List(ctx context.Context, q Query) ([]*Job, string, error) {
 	if q.After != "" {
 		seq, err := strconv.ParseInt(q.After, 10, 64)
 		if err != nil || seq <= 0 {
-			return nil, "", fmt.Errorf("invalid page cursor %q", q.After)
+			return nil, "", fmt.Errorf("%w %q", ErrBadCursor, q.After)
 		}
 		where, args = append(where, "seq < ?"), append(args, seq)
 	}

@@ -78,6 +78,10 @@ func (s *Store) runOne(j *Job, run RunFunc) {
 	s.mu.Lock()
 	s.running[j.ID] = cancel
 	s.mu.Unlock()
+	var state State
+	if err := s.db.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ?`, j.ID).Scan(&state); err == nil && state != Running {
+		cancel() // cancelled between the claim and now
+	}
 	start := time.Now()
 	result, err := safeRun(ctx, run, j)
 	cancel()
