@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tadpole-llm/tadpole/server/auth"
+	"github.com/tadpole-llm/tadpole/server/client"
 )
 
 // checkShape checks an error answer's body against its dialect's shape.
@@ -244,5 +246,48 @@ func TestBodyLimit(t *testing.T) {
 	// Under the limit is fine.
 	if code, _, b := do(t, "POST", ts.URL+"/api/v1/cowsay", "", `{"message":"moo"}`); code != 202 {
 		t.Fatalf("small body: %d %s", code, b)
+	}
+}
+
+// Per-key usage reaches /metrics under the key's id, never the key; the
+// command-line client sends TADPOLE_API_KEY.
+func TestKeyUsageMetricsAndClientKey(t *testing.T) {
+	a, err := auth.New(auth.Config{Keys: []string{"usage-key"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startAPIServer(t, apiOptions{auth: a})
+	code, _, _ := do(t, "POST", ts.URL+"/api/generate", "usage-key", `{"model":"stories","prompt":"Once","stream":false,"options":{"num_predict":3}}`)
+	if code != 200 {
+		t.Fatalf("generate: %d", code)
+	}
+	code, _, body := do(t, "GET", ts.URL+"/metrics", "", "")
+	if code != 200 {
+		t.Fatalf("metrics: %d", code)
+	}
+	text := string(body)
+	if strings.Contains(text, "usage-key") {
+		t.Fatal("a key appears in /metrics")
+	}
+	for _, want := range []string{"tadpole_key_requests_total{key=", `direction="out",key=`, "tadpole_key_rate_limited_total{key="} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	c, err := client.New(ts.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.List(context.Background()); err == nil {
+		t.Fatal("the client without a key was let in")
+	}
+	t.Setenv(client.APIKeyEnv, "usage-key")
+	t.Setenv(client.HostEnv, ts.URL)
+	c, err = client.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.List(context.Background()); err != nil {
+		t.Fatalf("the client with TADPOLE_API_KEY: %v", err)
 	}
 }

@@ -62,7 +62,11 @@ func New(cfg Config) *Server {
 	e.Use(cors(cfg.CORSOrigins))
 	e.HTTPErrorHandler = dialect.ErrorHandler(ollama.ErrorHandler)
 	s := &Server{echo: e, sched: sched.New(cfg.Sched)}
-	tel, err := telemetry.New(telemetry.Sources{Sched: s.sched, GPUs: s.sched.Config().GPUs})
+	src := telemetry.Sources{Sched: s.sched, GPUs: s.sched.Config().GPUs}
+	if cfg.Auth.Enabled() {
+		src.Usage = cfg.Auth.Usage()
+	}
+	tel, err := telemetry.New(src)
 	if err != nil {
 		slog.Error("telemetry disabled", "error", err)
 	}

@@ -58,6 +58,7 @@ func serve(args []string) error {
 	kvType := fs.String("kv-cache-type", env("TADPOLE_KV_CACHE_TYPE", "f16"), "KV cache type: f16, q8_0, q4_0 … (TADPOLE_KV_CACHE_TYPE)")
 	backends := fs.String("backends", env("TADPOLE_BACKENDS", ""), "directory of GPU backend libraries (default: lib/tadpole beside the binary) (TADPOLE_BACKENDS)")
 	logLevel := fs.String("log-level", env("TADPOLE_LOG_LEVEL", "info"), "debug, info, warn or error (TADPOLE_LOG_LEVEL)")
+	origins := fs.String("origins", env("TADPOLE_ORIGINS", ""), "extra origins browsers may call from, comma-separated ('*' matches anything); Ollama's local origins are always allowed (TADPOLE_ORIGINS)")
 	logFormat := fs.String("log-format", env("TADPOLE_LOG_FORMAT", "text"), "text or json (TADPOLE_LOG_FORMAT)")
 	apiFlags := addAPIFlags(fs)
 	fs.SortFlags = false
@@ -120,6 +121,14 @@ func serve(args []string) error {
 	}
 	if err := apiFlags.apply(&cfg); err != nil {
 		return err
+	}
+	if *origins != "" {
+		cfg.CORSOrigins = append([]string(nil), server.DefaultCORSOrigins...)
+		for _, o := range strings.Split(*origins, ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				cfg.CORSOrigins = append(cfg.CORSOrigins, o)
+			}
+		}
 	}
 	srv := server.New(cfg)
 	addr := *host

@@ -26,7 +26,12 @@ const HostEnv = "TADPOLE_HOST"
 type Client struct {
 	base *url.URL
 	http *http.Client
+	// APIKey, when set, is sent as "Authorization: Bearer <key>".
+	APIKey string
 }
+
+// APIKeyEnv names the API key the command-line client sends.
+const APIKeyEnv = "TADPOLE_API_KEY"
 
 // New returns a client of the server at host: "host:port", ":port",
 // "host", or a URL ("http://host:port", "https://host/prefix"). A
@@ -54,6 +59,7 @@ func FromEnv() (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", HostEnv, err)
 	}
+	c.APIKey = strings.TrimSpace(os.Getenv(APIKeyEnv))
 	return c, nil
 }
 
@@ -154,6 +160,9 @@ func (c *Client) request(ctx context.Context, method, path string, body any) (*h
 // send does req and maps its failures (see request).
 func (c *Client) send(req *http.Request) (*http.Response, error) {
 	req.Header.Set("User-Agent", "tadpole-cli")
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		var op *net.OpError

@@ -29,6 +29,7 @@ import (
 	"github.com/tadpole-llm/tadpole/engine/gpu"
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/sched"
+	"github.com/tadpole-llm/tadpole/server/usage"
 )
 
 // Telemetry holds the meter and tracer providers of one server.
@@ -53,6 +54,7 @@ type Telemetry struct {
 type Sources struct {
 	Sched *sched.Scheduler
 	GPUs  gpu.Inventory
+	Usage usage.Reader // per-API-key counters; nil without keys
 }
 
 // New sets up metrics (and traces when OTLP is configured) for a server.
@@ -106,6 +108,11 @@ func New(src Sources) (*Telemetry, error) {
 	}
 	if err := t.observeGauges(m, src); err != nil {
 		return nil, err
+	}
+	if src.Usage != nil {
+		if err := observeUsage(m, src.Usage); err != nil {
+			return nil, err
+		}
 	}
 	return t, nil
 }
@@ -172,6 +179,34 @@ func (t *Telemetry) observeGauges(m metric.Meter, src Sources) error {
 		}
 		return nil
 	}, loaded, slotsBusy, slotsTotal, queue, memUsed, memFree, util, temp, power)
+	return err
+}
+
+// observeUsage exports the per-key counters (keys by their id, never the
+// key itself).
+func observeUsage(m metric.Meter, u usage.Reader) error {
+	reqs, err := m.Int64ObservableCounter("tadpole_key_requests", metric.WithDescription("requests by API key id"))
+	if err != nil {
+		return err
+	}
+	limited, err := m.Int64ObservableCounter("tadpole_key_rate_limited", metric.WithDescription("requests refused by a key's limits"))
+	if err != nil {
+		return err
+	}
+	tokens, err := m.Int64ObservableCounter("tadpole_key_tokens", metric.WithDescription("tokens in (prompt) and out (generated) by API key id"))
+	if err != nil {
+		return err
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, s := range u.Snapshot() {
+			key := attribute.String("key", s.Key)
+			o.ObserveInt64(reqs, s.Requests, metric.WithAttributes(key))
+			o.ObserveInt64(limited, s.RateLimited, metric.WithAttributes(key))
+			o.ObserveInt64(tokens, s.TokensIn, metric.WithAttributes(key, attribute.String("direction", "in")))
+			o.ObserveInt64(tokens, s.TokensOut, metric.WithAttributes(key, attribute.String("direction", "out")))
+		}
+		return nil
+	}, reqs, limited, tokens)
 	return err
 }
 
