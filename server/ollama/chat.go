@@ -21,33 +21,11 @@ func (h *Handler) chat(c echo.Context) error {
 	if req.Model != "" {
 		c.Set("model", req.Model)
 	}
-	ctx := c.Request().Context()
-	if req.Stream != nil && !*req.Stream {
-		resp, err := h.runner().Chat(ctx, &req)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, resp)
-	}
 	call, err := h.runner().PrepareChat(&req)
 	if err != nil {
 		return err
 	}
-	s, err := call.Start(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if s.Events == nil {
-		return c.JSON(http.StatusOK, s.ChatFinal(runner.Event{}, ""))
-	}
-	return streamNDJSON(c, s.Events, func(ev runner.Event) any {
-		if ev.Done {
-			if ev.Err != nil {
-				return api.ErrorResponse{Error: ev.Err.Error()}
-			}
-			return s.ChatFinal(ev, ev.Text)
-		}
+	return serve(c, req.Stream, call, (*Stream).ChatFinal, func(ev runner.Event) any {
 		return api.ChatResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: ev.Text}}
 	})
 }

@@ -39,33 +39,11 @@ func (h *Handler) generate(c echo.Context) error {
 	if req.Model != "" {
 		c.Set("model", req.Model)
 	}
-	ctx := c.Request().Context()
-	if req.Stream != nil && !*req.Stream {
-		resp, err := h.runner().Generate(ctx, &req)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, resp)
-	}
 	call, err := h.runner().PrepareGenerate(&req)
 	if err != nil {
 		return err
 	}
-	s, err := call.Start(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if s.Events == nil {
-		return c.JSON(http.StatusOK, s.GenerateFinal(runner.Event{}, ""))
-	}
-	return streamNDJSON(c, s.Events, func(ev runner.Event) any {
-		if ev.Done {
-			if ev.Err != nil {
-				return api.ErrorResponse{Error: ev.Err.Error()}
-			}
-			return s.GenerateFinal(ev, ev.Text)
-		}
+	return serve(c, req.Stream, call, (*Stream).GenerateFinal, func(ev runner.Event) any {
 		return api.GenerateResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Response: ev.Text}
 	})
 }

@@ -200,21 +200,8 @@ func (r Runner) Generate(ctx context.Context, req *api.GenerateRequest) (*api.Ge
 	if err != nil {
 		return nil, err
 	}
-	s, err := call.Start(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	if s.Events == nil {
-		resp := s.GenerateFinal(runner.Event{}, "")
-		return &resp, nil
-	}
-	text, ev, err := s.collect()
-	if err != nil {
-		return nil, err
-	}
-	resp := s.GenerateFinal(ev, text)
-	return &resp, nil
+	resp, err := runToEnd(ctx, call, (*Stream).GenerateFinal)
+	return &resp, err
 }
 
 // Chat runs an /api/chat request to its end: the non-streamed answer.
@@ -223,21 +210,57 @@ func (r Runner) Chat(ctx context.Context, req *api.ChatRequest) (*api.ChatRespon
 	if err != nil {
 		return nil, err
 	}
+	resp, err := runToEnd(ctx, call, (*Stream).ChatFinal)
+	return &resp, err
+}
+
+// runToEnd starts a call, collects its text and builds the final answer.
+func runToEnd[T any](ctx context.Context, call *Call, final func(*Stream, runner.Event, string) T) (T, error) {
+	var zero T
 	s, err := call.Start(ctx)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer s.Close()
 	if s.Events == nil {
-		resp := s.ChatFinal(runner.Event{}, "")
-		return &resp, nil
+		return final(s, runner.Event{}, ""), nil
 	}
 	text, ev, err := s.collect()
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	resp := s.ChatFinal(ev, text)
-	return &resp, nil
+	return final(s, ev, text), nil
+}
+
+// serve answers a call over HTTP: the whole answer when not streaming,
+// else NDJSON lines (chunk for each piece, the final answer last, or an
+// error line).
+func serve[T any](c echo.Context, stream *bool, call *Call, final func(*Stream, runner.Event, string) T, chunk func(runner.Event) any) error {
+	ctx := c.Request().Context()
+	if stream != nil && !*stream {
+		resp, err := runToEnd(ctx, call, final)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, resp)
+	}
+	s, err := call.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if s.Events == nil {
+		return c.JSON(http.StatusOK, final(s, runner.Event{}, ""))
+	}
+	return streamNDJSON(c, s.Events, func(ev runner.Event) any {
+		if !ev.Done {
+			return chunk(ev)
+		}
+		if ev.Err != nil {
+			return api.ErrorResponse{Error: ev.Err.Error()}
+		}
+		return final(s, ev, ev.Text)
+	})
 }
 
 // StatusOf is the HTTP status code and message of an error of a Runner
