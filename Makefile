@@ -63,8 +63,9 @@ fmt:
 	gofmt -s -w $$(git ls-files '*.go')
 
 BENCH_MODEL ?=
+BENCH_FLAGS ?= -http
 bench: build
-	$(GO) run -ldflags "$(LDFLAGS)" ./scripts/bench $(BENCH_MODEL)
+	$(GO) run -ldflags "$(LDFLAGS)" ./scripts/bench $(BENCH_FLAGS) $(BENCH_MODEL)
 
 # GPU backend (optional): ggml's CUDA backend as loadable libraries in
 # $(LIBDIR), found by bin/tadpole at start-up. Needs nvcc and cmake.
