@@ -32,7 +32,7 @@ type benchServer struct {
 	dir    string
 }
 
-func startServer(modelPath string, parallel, nctx, threads, gpuLayers int) *benchServer {
+func startServer(modelPath string, parallel, nctx, threads int) *benchServer {
 	dir, err := os.MkdirTemp("", "tadpole-bench")
 	if err != nil {
 		log.Fatal(err)
@@ -51,10 +51,15 @@ func startServer(modelPath string, parallel, nctx, threads, gpuLayers int) *benc
 	go srv.Serve(ln)
 	u, _ := url.Parse("http://" + ln.Addr().String())
 	b := &benchServer{srv: srv, client: ollama.NewClient(u, http.DefaultClient), url: u.String(), dir: dir}
-	// Load the model before measuring.
-	err = b.client.Generate(context.Background(), &ollama.GenerateRequest{Model: "bench", Options: map[string]any{"num_gpu": gpuLayers}}, func(ollama.GenerateResponse) error { return nil })
+	// Load the model before measuring, through the same endpoint and
+	// options (the instance key) the measurement uses.
+	resp, err := http.Post(b.url+"/v1/completions", "application/json", strings.NewReader(`{"model":"bench","prompt":"a","max_tokens":1}`))
 	if err != nil {
 		log.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		log.Fatalf("warm-up: %s", resp.Status)
 	}
 	return b
 }

@@ -83,7 +83,7 @@ func main() {
 	fmt.Printf("decode: generated tokens per second of wall time, prompts included\n\n")
 	var srv *benchServer
 	if *httpBench {
-		srv = startServer(path, maxStreams, nctx, *threads, *gpuLayers)
+		srv = startServer(path, maxStreams, nctx, *threads)
 		defer srv.close()
 	}
 	fmt.Printf("| streams | raw engine tok/s | runner tok/s | runner/raw | tokens raw/runner |")
