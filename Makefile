@@ -43,7 +43,7 @@ build: deps
 # Serve the bundled demo model "stories" (stories260K, see models/testdata/NOTICE).
 run: build
 	@echo "Try:  curl -s http://$(HOST)/api/generate -d '{\"model\":\"$(DEMO)\",\"prompt\":\"Once upon a time\",\"stream\":false,\"options\":{\"temperature\":0,\"num_predict\":30}}'"
-	$(BIN) serve --host $(HOST) --models models/demo
+	$(BIN) serve --host $(HOST) --models models/demo --data-dir bin/data
 
 test: deps vet
 	$(GO) test -race -count=1 -timeout 30m ./...
