@@ -114,6 +114,9 @@ func (b *benchServer) decode(m *engine.Model, streams, n int) (float64, int) {
 }
 
 func (b *benchServer) close() {
+	if b.srv == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	b.srv.Shutdown(ctx)

@@ -37,7 +37,8 @@ func main() {
 	threads := flag.Int("threads", 0, "threads (0: all CPUs)")
 	backends := flag.String("backends", "", "directory of GPU backend libraries to load (lib/tadpole)")
 	gpuLayers := flag.Int("gpu-layers", 0, "layers to offload to the GPU (-1: all)")
-	httpBench := flag.Bool("http", false, "also measure through a real server over HTTP (Ollama API)")
+	httpBench := flag.Bool("http", false, "also measure through a real Tadpole server over HTTP (OpenAI completions, SSE)")
+	peerURL := flag.String("url", "", "measure the HTTP column against another OpenAI-compatible server at this base URL instead (e.g. llama-server)")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	engine.Init(*backends)
@@ -82,7 +83,10 @@ func main() {
 	fmt.Printf("raw engine prompt eval (%d tokens): %.1f tok/s\n\n", *promptLen, pp)
 	fmt.Printf("decode: generated tokens per second of wall time, prompts included\n\n")
 	var srv *benchServer
-	if *httpBench {
+	switch {
+	case *peerURL != "":
+		srv = &benchServer{url: strings.TrimSuffix(*peerURL, "/")}
+	case *httpBench:
 		srv = startServer(path, maxStreams, nctx, *threads)
 		defer srv.close()
 	}
