@@ -245,3 +245,23 @@ func TestOllamaLayoutStore(t *testing.T) {
 		t.Fatalf("%v %q", err, got.Response)
 	}
 }
+
+// A model with a LoRA adapter is refused clearly, not served without it.
+func TestAdapterRefused(t *testing.T) {
+	ts := startServer(t)
+	ctx := context.Background()
+	digest, data := fileDigest(t, testmodels.Testdata("stories260K.gguf"))
+	if err := ts.Client.CreateBlob(ctx, digest, strings.NewReader(string(data))); err != nil {
+		t.Fatal(err)
+	}
+	err := ts.Client.Create(ctx, &ollama.CreateRequest{Model: "withlora", From: "stories", Adapters: map[string]string{"lora.gguf": digest}},
+		func(ollama.ProgressResponse) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "withlora", Prompt: "Once", Options: greedyOpts(3)}, func(ollama.GenerateResponse) error { return nil })
+	var se ollama.StatusError
+	if !asStatus(err, &se) || se.StatusCode != 400 || !strings.Contains(se.ErrorMessage, "adapter") {
+		t.Fatalf("generate with an adapter: %v", err)
+	}
+}

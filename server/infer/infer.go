@@ -136,6 +136,10 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 	if err != nil {
 		return nil, err
 	}
+	if len(entry.Adapters) > 0 {
+		// Refused rather than silently served without the adapter.
+		return nil, Errorf(BadRequest, "model %q has a LoRA adapter (ADAPTER); adapters are not supported yet", model)
+	}
 	name := entry.Name.String()
 	in, loadDur, err := s.Sched.Acquire(ctx, name, sched.KeyFor(entry.Path, opts))
 	if err != nil {
