@@ -103,45 +103,29 @@ func (a *chatAnswer) stream(c echo.Context, includeUsage bool) error {
 			return nil // the client left; close cancels the generations
 		}
 	}
-	var t tally
-	left := a.g.count
-	for x := range a.g.out {
-		ev := x.ev
-		if ev.Text != "" || (a.logprobs && len(ev.Logprobs) > 0) {
-			text := ev.Text
-			ch := ChunkChoice{Index: x.i, Delta: Delta{Content: &text}}
-			if a.logprobs {
-				ch.Logprobs = &ChatLogprobs{Content: chatLogprobs(ev.Logprobs)}
-			}
-			if s.send(a.chunk(ch)) != nil {
-				return nil
-			}
-		}
-		if !ev.Done {
-			continue
-		}
-		if ev.Err != nil {
-			_ = s.fail(generationError(ev.Err))
+	t, ok := a.g.relay(s, func(x indexed) any {
+		if x.ev.Text == "" && (!a.logprobs || len(x.ev.Logprobs) == 0) {
 			return nil
 		}
-		t.add(a.g, x.i, ev)
-		left--
-		reason := finishReason(ev)
-		last := a.chunk(ChunkChoice{Index: x.i, FinishReason: &reason})
+		text := x.ev.Text
+		ch := ChunkChoice{Index: x.i, Delta: Delta{Content: &text}}
+		if a.logprobs {
+			ch.Logprobs = &ChatLogprobs{Content: chatLogprobs(x.ev.Logprobs)}
+		}
+		return a.chunk(ch)
+	}, func(i int, reason string, t *tally, left int) any {
+		last := a.chunk(ChunkChoice{Index: i, FinishReason: &reason})
 		if a.webui && left == 0 {
-			last.Usage = a.usage(&t)
+			last.Usage = a.usage(t)
 		}
-		if s.send(last) != nil {
-			return nil
-		}
-	}
-	if left > 0 {
-		_ = s.fail(generationError(errEnded))
+		return last
+	})
+	if !ok {
 		return nil
 	}
 	if includeUsage && !a.webui {
 		u := a.chunk()
-		u.Usage = a.usage(&t)
+		u.Usage = a.usage(t)
 		if s.send(u) != nil {
 			return nil
 		}

@@ -241,35 +241,19 @@ func (a *completionAnswer) stream(c echo.Context, includeUsage bool) error {
 			return nil
 		}
 	}
-	var t tally
-	left := a.g.count
-	for x := range a.g.out {
-		ev := x.ev
-		if ev.Text != "" || (a.withLogprobs && len(ev.Logprobs) > 0) {
-			ch := CompletionChoice{Text: ev.Text, Index: x.i, Logprobs: a.logprobsOf(ev.Logprobs, offsets[x.i])}
-			for _, lp := range ev.Logprobs {
-				offsets[x.i] += len(lp.Token)
-			}
-			if s.send(a.completion(ch)) != nil {
-				return nil
-			}
-		}
-		if !ev.Done {
-			continue
-		}
-		if ev.Err != nil {
-			_ = s.fail(generationError(ev.Err))
+	t, ok := a.g.relay(s, func(x indexed) any {
+		if x.ev.Text == "" && (!a.withLogprobs || len(x.ev.Logprobs) == 0) {
 			return nil
 		}
-		t.add(a.g, x.i, ev)
-		left--
-		reason := finishReason(ev)
-		if s.send(a.completion(CompletionChoice{Index: x.i, FinishReason: &reason})) != nil {
-			return nil
+		ch := CompletionChoice{Text: x.ev.Text, Index: x.i, Logprobs: a.logprobsOf(x.ev.Logprobs, offsets[x.i])}
+		for _, lp := range x.ev.Logprobs {
+			offsets[x.i] += len(lp.Token)
 		}
-	}
-	if left > 0 {
-		_ = s.fail(generationError(errEnded))
+		return a.completion(ch)
+	}, func(i int, reason string, _ *tally, _ int) any {
+		return a.completion(CompletionChoice{Index: i, FinishReason: &reason})
+	})
+	if !ok {
 		return nil
 	}
 	if includeUsage {

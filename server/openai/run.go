@@ -197,6 +197,41 @@ func tokenBytes(s string) []int {
 	return out
 }
 
+// relay streams the generations' events as SSE events: piece builds the
+// event of each event that carries text or log-probabilities (nil: send
+// nothing), last the event that ends choice i with its finish_reason
+// (left is how many choices are still running). It returns the tally, and
+// false when the stream is over already: the client left, or an error
+// event was sent.
+func (g *gen) relay(s *sse, piece func(indexed) any, last func(i int, reason string, t *tally, left int) any) (*tally, bool) {
+	var t tally
+	left := g.count
+	for x := range g.out {
+		if p := piece(x); p != nil {
+			if s.send(p) != nil {
+				return nil, false
+			}
+		}
+		if !x.ev.Done {
+			continue
+		}
+		if x.ev.Err != nil {
+			_ = s.fail(generationError(x.ev.Err))
+			return nil, false
+		}
+		t.add(g, x.i, x.ev)
+		left--
+		if s.send(last(x.i, finishReason(x.ev), &t, left)) != nil {
+			return nil, false
+		}
+	}
+	if left > 0 {
+		_ = s.fail(generationError(errEnded))
+		return nil, false
+	}
+	return &t, true
+}
+
 // sse writes Server-Sent Events: each event "data: <json>\n\n", flushed at
 // once.
 type sse struct{ w *echo.Response }
