@@ -3,6 +3,7 @@ package openai
 import (
 	"errors"
 	"fmt"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -22,18 +23,6 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Message }
-
-// errorBody is the wire form: {"error": {...}}.
-type errorBody struct {
-	Error errorFields `json:"error"`
-}
-
-type errorFields struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
 
 // retryAfterSeconds is the Retry-After hint of 503 answers.
 const retryAfterSeconds = "5"
@@ -131,7 +120,7 @@ func write(c echo.Context, e *Error) error {
 			c.Response().Header().Set("Retry-After", retryAfterSeconds)
 		}
 	}
-	return c.JSON(e.Status, errorBody{Error: errorFields{Message: e.Message, Type: e.Type, Param: nullable(e.Param), Code: nullable(e.Code)}})
+	return c.JSON(e.Status, dialect.OpenAIError{Error: dialect.OpenAIErrorBody{Message: e.Message, Type: e.Type, Param: nullable(e.Param), Code: nullable(e.Code)}})
 }
 
 // Errors is middleware that answers every error returned by the handlers

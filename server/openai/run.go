@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"net/http"
 	"strings"
 	"sync"
@@ -271,5 +272,5 @@ func (s *sse) done() error { return s.data([]byte("[DONE]")) }
 // fail reports an error inside a stream that has begun, as OpenAI does:
 // one event holding the error, and no [DONE].
 func (s *sse) fail(e *Error) error {
-	return s.send(errorBody{Error: errorFields{Message: e.Message, Type: e.Type, Param: nullable(e.Param), Code: nullable(e.Code)}})
+	return s.send(dialect.OpenAIError{Error: dialect.OpenAIErrorBody{Message: e.Message, Type: e.Type, Param: nullable(e.Param), Code: nullable(e.Code)}})
 }
