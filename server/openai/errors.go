@@ -3,11 +3,11 @@ package openai
 import (
 	"errors"
 	"fmt"
-	"github.com/tadpole-llm/tadpole/server/dialect"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
