@@ -72,6 +72,7 @@ type Stats struct {
 	EvalDuration       time.Duration
 	CachedTokens       int           // prompt tokens reused from a slot's cache
 	QueueWait          time.Duration // from Generate to getting a slot
+	StartedAt          time.Time     // when the request got its slot
 	TimeToFirstToken   time.Duration // from Generate to the first generated token
 }
 

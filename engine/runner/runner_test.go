@@ -443,15 +443,12 @@ func TestPriority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A request's admission time is when it was submitted plus its queue
-	// wait (the order its events are read in depends on goroutines).
+	// The order requests got the slot, from the runner's own clock (the
+	// order their events are read in depends on goroutines).
 	var mu sync.Mutex
 	admitted := map[string]time.Time{}
 	var wg sync.WaitGroup
 	submit := func(name string, prio int) {
-		submitted := time.Now()
-		// Each holds the slot for 10 steps, so admissions are far apart
-		// compared with the timing noise.
 		events, err := r.Generate(context.Background(), Request{Prompt: prompt, NumPredict: 10, Priority: prio})
 		if err != nil {
 			t.Fatal(err)
@@ -462,7 +459,7 @@ func TestPriority(t *testing.T) {
 			for ev := range events {
 				if ev.Done {
 					mu.Lock()
-					admitted[name] = submitted.Add(ev.Stats.QueueWait)
+					admitted[name] = ev.Stats.StartedAt
 					mu.Unlock()
 				}
 			}

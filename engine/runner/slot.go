@@ -65,7 +65,8 @@ func (r *Runner) start(s *slot, q *request) {
 	s.generated = s.generated[:0]
 	s.detok = engine.Detokenizer{}
 	s.stop = stopMatcher{stops: nonEmpty(q.Stop)}
-	s.stats = Stats{PromptTokens: len(prompt), CachedTokens: common, QueueWait: time.Since(q.queued)}
+	now := time.Now()
+	s.stats = Stats{PromptTokens: len(prompt), CachedTokens: common, QueueWait: now.Sub(q.queued), StartedAt: now}
 }
 
 func nonEmpty(ss []string) []string {
