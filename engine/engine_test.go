@@ -29,7 +29,7 @@ func loadStories(t testing.TB) *Model {
 // with p (the zero value is greedy).
 func generate(t testing.TB, m *Model, prompt []Token, n int, p SamplerParams) (string, []Token) {
 	t.Helper()
-	ctx, err := m.NewContext(ContextParams{Threads: 1, NumCtx: 256, NumBatch: 64})
+	ctx, err := m.NewContext(ContextParams{Threads: 1, NumCtx: 256, NumBatch: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func generate(t testing.TB, m *Model, prompt []Token, n int, p SamplerParams) (s
 		t.Fatal(err)
 	}
 	defer s.Close()
-	b := NewBatch(64)
+	b := NewBatch(256)
 	defer b.Close()
 	for i, tok := range prompt {
 		b.Add(tok, i, 0, i == len(prompt)-1)
@@ -279,7 +279,7 @@ func TestMemoryOps(t *testing.T) {
 	}
 	defer ctx.Close()
 	toks, _ := m.Tokenize("Once upon a time there was", true, false)
-	b := NewBatch(64)
+	b := NewBatch(256)
 	defer b.Close()
 	for i, tok := range toks {
 		b.Add(tok, i, 0, i == len(toks)-1)
@@ -407,5 +407,35 @@ func TestQuantize(t *testing.T) {
 	}
 	if err := Quantize(testmodels.Testdata("unsupported/tinyllamas-stories-260k-f32.gguf"), filepath.Join(dir, "y.gguf"), "Q8_0", 1); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("GGUF v1: %v", err)
+	}
+}
+
+// The scripted model's attention notices marker tokens anywhere in the
+// context: it thinks and calls its tool, calls the tool at once when
+// thinking is off, and answers once a tool response is in the context.
+func TestScriptModel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "script.gguf")
+	if err := testmodels.WriteScript(path); err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModel(path, ModelParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const ask = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+	const call = "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>\n"
+	for _, c := range []struct{ prompt, want string }{
+		{ask, "<think>" + testmodels.ScriptThinking + "</think>" + testmodels.ScriptCall},
+		{ask + "<think>\n\n</think>\n\n", testmodels.ScriptCall},
+		{ask[:len(ask)-len("<|im_start|>assistant\n")] + call + "<|im_start|>user\n<tool_response>\nsunny\n</tool_response><|im_end|>\n<|im_start|>assistant\n", testmodels.ScriptAnswer},
+	} {
+		toks, err := m.Tokenize(c.prompt, true, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text, _ := greedy(t, m, toks, 40); text != c.want {
+			t.Errorf("%q:\n got %q\nwant %q", c.prompt, text, c.want)
+		}
 	}
 }

@@ -33,6 +33,18 @@
 // (sqrt of the embedding width), so even temperature 0.8 with a 1.1
 // repeat penalty picks another token with a probability below 1e-6.
 //
+// # The scripted tool-calling model
+//
+// [WriteScript] writes a model of the same construction plus one working
+// attention layer (see [Script]) that carries Qwen3's real chat template
+// ([Qwen3Template]) and plays a fixed tool-calling script under greedy
+// decoding: asked anything, it thinks [ScriptThinking] inside
+// <think>…</think> and then writes [ScriptCall] (a Hermes-format call of
+// [ScriptTool] with [ScriptArguments]); with thinking switched off by the
+// template (enable_thinking false) it writes the call at once; once the
+// conversation holds a tool response it answers [ScriptAnswer]. Tests of
+// tool calling and thinking run it end to end through both APIs.
+//
 // # Random-weight models
 //
 // [WriteRandomLlama] writes a llama model of any [Shape] (presets
