@@ -1,0 +1,103 @@
+package chatparse
+
+import "strings"
+
+// Format is a model's tool-call syntax.
+type Format int
+
+const (
+	// Generic: an answer that is only a call object (or an array of
+	// them); any model.
+	Generic Format = iota
+	// Hermes: <tool_call>{"name": …, "arguments": …}</tool_call> (Hermes,
+	// Qwen 2.5/3, many fine-tunes).
+	Hermes
+	// Llama3: {"name": …, "parameters": …} objects, after <|python_tag|>
+	// or as the whole answer, several separated by ";" or newlines.
+	Llama3
+	// Mistral: [TOOL_CALLS][{"name": …, "arguments": …, "id": …}] or
+	// [TOOL_CALLS]name[ARGS]{…}.
+	Mistral
+	// Functionary: functionary v3.2's ">>>name\n{…}" blocks (">>>all\n"
+	// for text).
+	Functionary
+	// FunctionTag: <function=name>{…}</function> (functionary v3.1,
+	// Llama 3.1's custom tool format).
+	FunctionTag
+	// CommandR: <|START_ACTION|>[{"tool_name": …, "parameters": …}]<|END_ACTION|>.
+	CommandR
+)
+
+var formatNames = map[Format]string{
+	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
+	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
+}
+
+func (f Format) String() string {
+	if s, ok := formatNames[f]; ok {
+		return s
+	}
+	return "unknown"
+}
+
+// DetectFormat picks the tool-call format a chat template teaches its
+// model, from the markup it mentions; Generic when it mentions none.
+func DetectFormat(template string) Format {
+	has := func(s string) bool { return strings.Contains(template, s) }
+	switch {
+	case has("<|START_ACTION|>"):
+		return CommandR
+	case has("[TOOL_CALLS]"):
+		return Mistral
+	case has(">>>all"):
+		return Functionary
+	case has("<function="):
+		return FunctionTag
+	case has("<tool_call>"):
+		return Hermes
+	case has("<|python_tag|>"), has("<|start_header_id|>ipython"), has("<|start_header_id|>") && has("tools"):
+		return Llama3
+	}
+	return Generic
+}
+
+// thinkingTags are the open/close pairs of thinking blocks.
+var thinkingTags = [][2]string{
+	{"<think>", "</think>"},
+	{"[THINK]", "[/THINK]"},
+	{"<|START_THINKING|>", "<|END_THINKING|>"},
+	{"<thinking>", "</thinking>"},
+}
+
+// callMarker is markup that opens a tool call: blocks end at close;
+// without close the call runs to the end of the output.
+type callMarker struct {
+	open, close string
+}
+
+// markers are the call markers of each format.
+func markers(f Format) []callMarker {
+	switch f {
+	case Hermes:
+		return []callMarker{{"<tool_call>", "</tool_call>"}}
+	case Llama3:
+		return []callMarker{{"<|python_tag|>", ""}}
+	case Mistral:
+		return []callMarker{{"[TOOL_CALLS]", ""}}
+	case Functionary:
+		return []callMarker{{">>>", ""}}
+	case FunctionTag:
+		return []callMarker{{"<function=", "</function>"}}
+	case CommandR:
+		return []callMarker{{"<|START_ACTION|>", "<|END_ACTION|>"}}
+	}
+	return nil
+}
+
+// jsonAnswers tells whether an answer that starts with { or [ may be a
+// call in format f (models of the formats without markers write bare
+// JSON; so does a forced call's grammar for them). Hermes and Command-R
+// models mark their calls, and their answers may well be JSON.
+func jsonAnswers(f Format) bool {
+	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag
+}

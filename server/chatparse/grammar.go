@@ -1,0 +1,126 @@
+package chatparse
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tadpole-llm/tadpole/engine/grammar"
+)
+
+// Tool is a function a forced call may call.
+type Tool struct {
+	Name       string
+	Parameters json.RawMessage // a JSON schema; empty: any object
+}
+
+// Grammar is a GBNF grammar (root rule "root") whose every output is one
+// call, in o.Format's syntax, of one of tools (only that one when only is
+// set) with arguments valid against its parameters schema: for OpenAI's
+// tool_choice "required" or a named function. A thinking model may think
+// first. Parameters the grammar converter cannot hold the output to (see
+// engine/grammar) are an error naming the function.
+func Grammar(o Options, tools []Tool, only string) (string, error) {
+	nameKey, argsKey := "name", "arguments"
+	switch o.Format {
+	case Llama3:
+		argsKey = "parameters"
+	case CommandR:
+		nameKey, argsKey = "tool_name", "parameters"
+	}
+	var branches []json.RawMessage
+	var names []string
+	defs := map[string]map[string]json.RawMessage{}
+	for _, t := range tools {
+		if only != "" && t.Name != only {
+			continue
+		}
+		params := bytes.TrimSpace(t.Parameters)
+		if len(params) == 0 || string(params) == "null" {
+			params = []byte(`{"type": "object"}`)
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(params, &obj); err != nil {
+			return "", fmt.Errorf("function %q: parameters must be a JSON schema object", t.Name)
+		}
+		// Definitions move to the top, where "#/$defs/…" references
+		// point once the parameters sit inside the call's schema.
+		for _, key := range []string{"$defs", "definitions"} {
+			raw, ok := obj[key]
+			if !ok {
+				continue
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return "", fmt.Errorf("function %q: %s must be an object", t.Name, key)
+			}
+			if defs[key] == nil {
+				defs[key] = map[string]json.RawMessage{}
+			}
+			for k, v := range m {
+				if old, ok := defs[key][k]; ok && !bytes.Equal(old, v) {
+					return "", fmt.Errorf("function %q: definition %q differs from another function's", t.Name, k)
+				}
+				defs[key][k] = v
+			}
+			delete(obj, key)
+		}
+		if bytes.Contains(params, []byte(`"#"`)) {
+			return "", fmt.Errorf("function %q: parameters that refer to their own root (\"$ref\": \"#\") cannot be forced", t.Name)
+		}
+		p, _ := json.Marshal(obj)
+		name, _ := json.Marshal(t.Name)
+		b := fmt.Sprintf(`{"type": "object", "properties": {%q: {"const": %s}, %q: %s}, "required": [%q, %q]}`,
+			nameKey, name, argsKey, p, nameKey, argsKey)
+		branches = append(branches, json.RawMessage(b))
+		names = append(names, t.Name)
+	}
+	if len(branches) == 0 {
+		return "", fmt.Errorf("no function named %q among the tools", only)
+	}
+	// Each function on its own first, so that an error names it.
+	for i, b := range branches {
+		one := map[string]any{"allOf": []json.RawMessage{b}}
+		for k, v := range defs {
+			one[k] = v
+		}
+		s, _ := json.Marshal(one)
+		if _, err := grammar.FromSchema(s); err != nil {
+			return "", fmt.Errorf("function %q: %v", names[i], err)
+		}
+	}
+	schema := map[string]any{"anyOf": branches}
+	for k, v := range defs {
+		schema[k] = v
+	}
+	s, err := json.Marshal(schema)
+	if err != nil {
+		return "", err
+	}
+	prefix, suffix := "", ""
+	switch o.Format {
+	case Hermes:
+		prefix, suffix = "<tool_call>\n", "\n</tool_call>"
+	case Mistral:
+		prefix, suffix = "[TOOL_CALLS][", "]"
+	case CommandR:
+		prefix, suffix = "<|START_ACTION|>[", "]<|END_ACTION|>"
+	}
+	g, err := grammar.FromSchemaBetween(s, prefix, suffix)
+	if err != nil {
+		return "", err
+	}
+	if !o.Thinking {
+		return g, nil
+	}
+	// Thinking first, optional: a block the prompt may already have
+	// opened, then the call.
+	open := `"<think>" `
+	if o.StartInThinking {
+		open = ""
+	}
+	body, rules, _ := strings.Cut(g, "\n")
+	call := strings.TrimPrefix(body, "root ::= ")
+	return fmt.Sprintf("root ::= tadpole-thinking? %s\ntadpole-thinking ::= %s([^<] | \"<\" [^/])* \"</think>\" [ \\n]{0,2}\n%s", call, open, rules), nil
+}

@@ -1,0 +1,210 @@
+package chatparse
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+type call struct{ name, args string }
+
+type parseCase struct {
+	name     string
+	o        Options
+	text     string
+	content  string
+	thinking string
+	calls    []call
+	warn     bool
+}
+
+var weather = []string{"get_weather", "get_time"}
+
+var parseCases = []parseCase{
+	{name: "no tools: markup passes through", o: Options{Format: Hermes},
+		text: `Hi <tool_call>{"name": "get_weather", "arguments": {}}</tool_call>`, content: `Hi <tool_call>{"name": "get_weather", "arguments": {}}</tool_call>`},
+	{name: "hermes", o: Options{Format: Hermes, Tools: weather},
+		text:  "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}\n</tool_call>",
+		calls: []call{{"get_weather", `{"city":"Paris","unit":"c"}`}}},
+	{name: "hermes: text, two calls", o: Options{Format: Hermes, Tools: weather},
+		text:    "Let me check.\n<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>\n<tool_call>{\"name\": \"get_time\", \"arguments\": \"{\\\"tz\\\": \\\"CET\\\"}\"}</tool_call>",
+		content: "Let me check.", calls: []call{{"get_weather", `{"city":"Paris"}`}, {"get_time", `{"tz":"CET"}`}}},
+	{name: "hermes: unknown function", o: Options{Format: Hermes, Tools: weather},
+		text: `<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>`, content: `<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>`, warn: true},
+	{name: "hermes: bad JSON, then text", o: Options{Format: Hermes, Tools: weather},
+		text: `<tool_call>{"name": "get_weather", "arguments": {</tool_call> ok`, content: `<tool_call>{"name": "get_weather", "arguments": {</tool_call>ok`, warn: true},
+	{name: "hermes: arguments not an object", o: Options{Format: Hermes, Tools: weather},
+		text: `<tool_call>{"name": "get_weather", "arguments": [1]}</tool_call>`, content: `<tool_call>{"name": "get_weather", "arguments": [1]}</tool_call>`, warn: true},
+	{name: "hermes: unterminated but complete", o: Options{Format: Hermes, Tools: weather},
+		text: `<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}`, calls: []call{{"get_weather", `{"city":"Oslo"}`}}},
+	{name: "hermes: unterminated and cut off", o: Options{Format: Hermes, Tools: weather},
+		text: `<tool_call>{"name": "get_weather", "argu`, content: `<tool_call>{"name": "get_weather", "argu`, warn: true},
+	{name: "hermes: bare JSON stays content", o: Options{Format: Hermes, Tools: weather},
+		text: `{"name": "get_weather", "arguments": {}}`, content: `{"name": "get_weather", "arguments": {}}`},
+	{name: "llama3: bare JSON", o: Options{Format: Llama3, Tools: weather},
+		text: ` {"name": "get_weather", "parameters": {"city": "Rome"}}`, calls: []call{{"get_weather", `{"city":"Rome"}`}}},
+	{name: "llama3: python_tag, two calls", o: Options{Format: Llama3, Tools: weather},
+		text:  `<|python_tag|>{"name": "get_weather", "parameters": {"city": "Rome"}}; {"name": "get_time", "parameters": {}}`,
+		calls: []call{{"get_weather", `{"city":"Rome"}`}, {"get_time", `{}`}}},
+	{name: "llama3: JSON that is not a call", o: Options{Format: Llama3, Tools: weather},
+		text: `{"answer": 42}`, content: `{"answer": 42}`, warn: true},
+	{name: "llama3: text", o: Options{Format: Llama3, Tools: weather},
+		text: "The answer is {42}.", content: "The answer is {42}."},
+	{name: "mistral: array", o: Options{Format: Mistral, Tools: weather},
+		text:  `[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Nice"}, "id": "abc123def"}, {"name": "get_time", "arguments": {}, "id": "xyz987uvw"}]`,
+		calls: []call{{"get_weather", `{"city":"Nice"}`}, {"get_time", `{}`}}},
+	{name: "mistral: [ARGS] form", o: Options{Format: Mistral, Tools: weather},
+		text:  `[TOOL_CALLS]get_weather[ARGS]{"city": "Nice"}[TOOL_CALLS]get_time[ARGS]{}`,
+		calls: []call{{"get_weather", `{"city":"Nice"}`}, {"get_time", `{}`}}},
+	{name: "mistral: cut off", o: Options{Format: Mistral, Tools: weather},
+		text: `Sure. [TOOL_CALLS][{"name": "get_weather", "arg`, content: `Sure.[TOOL_CALLS][{"name": "get_weather", "arg`, warn: true},
+	{name: "function tag", o: Options{Format: FunctionTag, Tools: weather},
+		text: `Checking.<function=get_weather>{"city": "Bern"}</function>`, content: "Checking.", calls: []call{{"get_weather", `{"city":"Bern"}`}}},
+	{name: "functionary v3.2", o: Options{Format: Functionary, Tools: weather},
+		text: "all\nLet me see.>>>get_weather\n{\"city\": \"Lima\"}", content: "Let me see.", calls: []call{{"get_weather", `{"city":"Lima"}`}}},
+	{name: "functionary: plain text", o: Options{Format: Functionary, Tools: weather},
+		text: "Hello there.", content: "Hello there."},
+	{name: "command-r7b", o: Options{Format: CommandR, Tools: weather},
+		text:  `<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Kyiv"}}]<|END_ACTION|>`,
+		calls: []call{{"get_weather", `{"city":"Kyiv"}`}}},
+	{name: "generic: tool_calls wrapper", o: Options{Format: Generic, Tools: weather},
+		text: `{"tool_calls": [{"name": "get_time", "arguments": {}}]}`, calls: []call{{"get_time", `{}`}}},
+	{name: "generic: JSON answer without arguments is content", o: Options{Format: Generic, Tools: weather},
+		text: `{"name": "get_time"}`, content: `{"name": "get_time"}`, warn: true},
+	{name: "thinking", o: Options{Thinking: true},
+		text: "<think>\nHmm, 2+2.\n</think>\n\nIt is 4.", thinking: "Hmm, 2+2.", content: "It is 4."},
+	{name: "thinking already open", o: Options{Thinking: true, StartInThinking: true},
+		text: "Hmm.</think>It is 4.", thinking: "Hmm.", content: "It is 4."},
+	{name: "thinking not closed", o: Options{Thinking: true},
+		text: "<think>Hmm, long", thinking: "Hmm, long"},
+	{name: "thinking tags of other families", o: Options{Thinking: true},
+		text: "[THINK]a b[/THINK]c <|START_THINKING|>d<|END_THINKING|> e", thinking: "a bd", content: "ce"},
+	{name: "thinking then call", o: Options{Format: Hermes, Tools: weather, Thinking: true},
+		text:     "<think>I need the weather.</think><tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>",
+		thinking: "I need the weather.", calls: []call{{"get_weather", `{"city":"Paris"}`}}},
+	{name: "thinking off: tags stay text", o: Options{},
+		text: "<think>x</think>y", content: "<think>x</think>y"},
+	{name: "near-markers are text", o: Options{Format: Hermes, Tools: weather, Thinking: true},
+		text: "a <tool b <thin c < d <tool_cal", content: "a <tool b <thin c < d <tool_cal"},
+}
+
+func check(t *testing.T, c parseCase, d Delta, warnings []string, how string) {
+	t.Helper()
+	var calls []call
+	for i, tc := range d.ToolCalls {
+		calls = append(calls, call{tc.Name, string(tc.Arguments)})
+		if tc.Index != i || tc.ID == "" {
+			t.Errorf("%s (%s): call %d has index %d, id %q", c.name, how, i, tc.Index, tc.ID)
+		}
+	}
+	if d.Content != c.content || d.Thinking != c.thinking || !reflect.DeepEqual(calls, c.calls) || (len(warnings) > 0) != c.warn {
+		t.Errorf("%s (%s):\n got content %q thinking %q calls %v warnings %v\nwant content %q thinking %q calls %v warn %v",
+			c.name, how, d.Content, d.Thinking, calls, warnings, c.content, c.thinking, c.calls, c.warn)
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, c := range parseCases {
+		d, w := Parse(c.o, c.text)
+		check(t, c, d, w, "whole")
+	}
+}
+
+// streamed feeds text in the given pieces and adds up the deltas; it
+// fails if content ever holds markup that the whole parse left out.
+func streamed(o Options, pieces []string) (Delta, []string) {
+	p := NewParser(o)
+	var d Delta
+	for _, s := range pieces {
+		d.add(p.Add(s))
+	}
+	d.add(p.Finish())
+	return d, p.Warnings()
+}
+
+// Cut anywhere, and in random pieces, the stream decides the same.
+func TestStreaming(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	for _, c := range parseCases {
+		for i := 0; i <= len(c.text); i++ {
+			d, w := streamed(c.o, []string{c.text[:i], c.text[i:]})
+			check(t, c, d, w, "cut at "+string(rune('0'+i%10)))
+		}
+		for range 20 {
+			var pieces []string
+			for s := c.text; s != ""; {
+				n := min(len(s), 1+r.IntN(5))
+				pieces = append(pieces, s[:n])
+				s = s[n:]
+			}
+			d, w := streamed(c.o, pieces)
+			check(t, c, d, w, "random pieces")
+		}
+		// Byte by byte, no delta's content holds markup that the whole
+		// parse did not return as content.
+		p := NewParser(c.o)
+		for i := 0; i < len(c.text); i++ {
+			d := p.Add(c.text[i : i+1])
+			if d.Content != "" && !strings.Contains(c.content, d.Content) {
+				t.Errorf("%s: streamed content %q is not in %q", c.name, d.Content, c.content)
+			}
+		}
+	}
+}
+
+func TestDetectFormat(t *testing.T) {
+	for tmpl, want := range map[string]Format{
+		"{{ '<tool_call>' }}":                         Hermes,
+		"[TOOL_CALLS] {{ tools }}":                    Mistral,
+		"<|python_tag|>":                              Llama3,
+		"<|start_header_id|>ipython<|end_header_id|>": Llama3,
+		">>>all":           Functionary,
+		"<function=":       FunctionTag,
+		"<|START_ACTION|>": CommandR,
+		"{% for m in messages %}{{ m.content }}{% endfor %}": Generic,
+	} {
+		if got := DetectFormat(tmpl); got != want {
+			t.Errorf("%q: %v, want %v", tmpl, got, want)
+		}
+	}
+}
+
+// Mistral's own call ids are kept; others get OpenAI-style ids.
+func TestCallIDs(t *testing.T) {
+	d, _ := Parse(Options{Format: Mistral, Tools: weather}, `[TOOL_CALLS][{"name": "get_time", "arguments": {}, "id": "abc123def"}]`)
+	if d.ToolCalls[0].ID != "abc123def" {
+		t.Fatal(d.ToolCalls[0].ID)
+	}
+	d, _ = Parse(Options{Format: Hermes, Tools: weather}, `<tool_call>{"name": "get_time", "arguments": {}}</tool_call>`)
+	if id := d.ToolCalls[0].ID; len(id) != 29 || !strings.HasPrefix(id, "call_") {
+		t.Fatal(id)
+	}
+}
+
+func FuzzParser(f *testing.F) {
+	for _, c := range parseCases {
+		f.Add(c.text, uint8(c.o.Format), uint16(len(c.text)/2), c.o.Thinking)
+	}
+	f.Fuzz(func(t *testing.T, text string, format uint8, cut uint16, thinking bool) {
+		o := Options{Format: Format(format % 7), Tools: weather, Thinking: thinking}
+		whole, _ := Parse(o, text)
+		i := int(cut) % (len(text) + 1)
+		parts, _ := streamed(o, []string{text[:i], text[i:]})
+		strip := func(d Delta) Delta {
+			for j := range d.ToolCalls {
+				d.ToolCalls[j].ID = ""
+			}
+			return d
+		}
+		if !reflect.DeepEqual(strip(whole), strip(parts)) {
+			t.Fatalf("cut at %d: %+v, whole %+v", i, parts, whole)
+		}
+		for _, c := range whole.ToolCalls {
+			if !json.Valid(c.Arguments) || c.Arguments[0] != '{' {
+				t.Fatalf("arguments %s", c.Arguments)
+			}
+		}
+	})
+}
