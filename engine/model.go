@@ -173,6 +173,9 @@ type Metadata struct {
 	HeadsKV       int
 	VocabSize     int
 	ChatTemplate  string
+	// ChatTemplates are the named variants (tokenizer.chat_template.NAME,
+	// e.g. "tool_use"), by name.
+	ChatTemplates map[string]string
 	KV            map[string]string
 }
 
@@ -225,6 +228,20 @@ func (m *Model) readMetadata() Metadata {
 	}
 	if t := C.llama_model_chat_template(m.c, nil); t != nil {
 		md.ChatTemplate = C.GoString(t)
+	}
+	for k := range md.KV {
+		name, ok := strings.CutPrefix(k, "tokenizer.chat_template.")
+		if !ok || name == "" {
+			continue
+		}
+		cname := C.CString(name)
+		if t := C.llama_model_chat_template(m.c, cname); t != nil {
+			if md.ChatTemplates == nil {
+				md.ChatTemplates = map[string]string{}
+			}
+			md.ChatTemplates[name] = C.GoString(t)
+		}
+		C.free(unsafe.Pointer(cname))
 	}
 	return md
 }

@@ -101,7 +101,8 @@ func TestOpenAIChat(t *testing.T) {
 	}
 
 	// Content as text parts; a history with an assistant turn and a tool
-	// result; tools are accepted (and not yet shown to the model).
+	// result; tools are accepted (the bigram model's ChatML template does not show
+	// them, and its answer is not a call).
 	parts := []openai.ChatCompletionContentPartUnionParam{openai.TextContentPart("Hi"), openai.TextContentPart("Hi")}
 	resp, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 		Model:       "bigram",
@@ -930,7 +931,10 @@ func TestOpenAIBadInput(t *testing.T) {
 		{"/v1/chat/completions", chat(`,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"not":{}}}}`), 400, "", "response_format.json_schema.schema"},
 		{"/v1/chat/completions", chat(`,"tools":[{"type":"code"}]`), 400, "", "tools[0].type"},
 		{"/v1/chat/completions", chat(`,"tools":[{"type":"function","function":{"name":"a b"}}]`), 400, "", "tools[0].function.name"},
-		{"/v1/chat/completions", chat(`,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"`), 400, "unsupported_value", "tool_choice"},
+		{"/v1/chat/completions", chat(`,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","required":"x"}}}]`), 400, "", "tools[0].function.parameters"},
+		{"/v1/chat/completions", chat(`,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required","response_format":{"type":"json_object"}`), 400, "", "response_format"},
+		{"/v1/chat/completions", chat(`,"tools":[{"type":"function","function":{"name":"f","parameters":{"not":{}}}}],"tool_choice":"required"`), 400, "", ""},
+		{"/v1/chat/completions", chat(`,"reasoning_effort":"extreme"`), 400, "", "reasoning_effort"},
 		{"/v1/chat/completions", chat(`,"tool_choice":{"type":"function","function":{"name":"g"}}`), 400, "", "tool_choice"},
 		{"/v1/chat/completions", `{"model":"bigram","messages":[{"role":1}]}`, 400, "", "messages.role"},
 		{"/v1/chat/completions", `{"model":"bigram","messages":[{"role":"wizard","content":"Hi"}]}`, 400, "", "messages[0].role"},

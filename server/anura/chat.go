@@ -11,6 +11,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/ollama"
 )
 
@@ -175,13 +176,14 @@ wait:
 	}
 	for ev := range s.Events {
 		var err error
+		d := s.Split(ev)
 		switch {
 		case ev.Done && ev.Err != nil:
 			return fatal(ev.Err)
 		case ev.Done:
-			err = send("delta", lastEvent(s, ev))
-		case ev.Text != "":
-			err = send("delta", chatEvent{Model: req.Model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: ev.Text}})
+			err = send("delta", lastEvent(s, ev, d))
+		case d.Content != "" || d.Thinking != "":
+			err = send("delta", chatEvent{Model: req.Model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking}})
 		}
 		if err != nil {
 			return nil // the client went away; closing the stream stops the generation
@@ -191,8 +193,8 @@ wait:
 }
 
 // lastEvent is the done event of a stream that ended with ev.
-func lastEvent(s *ollama.Stream, ev runner.Event) chatEvent {
-	r := s.ChatFinal(ev, ev.Text)
+func lastEvent(s *ollama.Stream, ev runner.Event, d chatparse.Delta) chatEvent {
+	r := s.ChatFinal(ev, d)
 	return chatEvent{
 		Model: r.Model, CreatedAt: r.CreatedAt, Message: r.Message, Done: true, DoneReason: r.DoneReason,
 		final: &final{

@@ -12,19 +12,23 @@ type Message struct {
 	Thinking  string     `json:"thinking,omitempty"`
 	Images    []string   `json:"images,omitempty"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
-	ToolName  string     `json:"tool_name,omitempty"`
+	// ToolName and ToolCallID identify the call a tool message answers.
+	ToolName   string `json:"tool_name,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
 }
 
 // ToolCall is a function call made by the model.
 type ToolCall struct {
+	ID       string           `json:"id,omitempty"`
 	Function ToolCallFunction `json:"function"`
 }
 
 // ToolCallFunction names a function and its arguments.
 type ToolCallFunction struct {
-	Index     int            `json:"index,omitempty"`
-	Name      string         `json:"name"`
-	Arguments map[string]any `json:"arguments"`
+	Index int    `json:"index"`
+	Name  string `json:"name"`
+	// Arguments is a JSON object, kept as sent (member order included).
+	Arguments json.RawMessage `json:"arguments"`
 }
 
 // Tool is a function the model may call.

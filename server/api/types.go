@@ -24,6 +24,8 @@ type GenerateRequest struct {
 	Options   map[string]any  `json:"options,omitempty"`
 	Truncate  *bool           `json:"truncate,omitempty"`
 	Shift     *bool           `json:"shift,omitempty"`
+	// Think is true, false or a level ("high", "medium", "low").
+	Think json.RawMessage `json:"think,omitempty"`
 }
 
 // Metrics are the timings and counts Ollama reports, in nanoseconds.
@@ -42,6 +44,7 @@ type GenerateResponse struct {
 	Model      string    `json:"model"`
 	CreatedAt  time.Time `json:"created_at"`
 	Response   string    `json:"response"`
+	Thinking   string    `json:"thinking,omitempty"`
 	Done       bool      `json:"done"`
 	DoneReason string    `json:"done_reason,omitempty"`
 	Context    []int     `json:"context,omitempty"`

@@ -10,6 +10,7 @@ package infer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,7 +23,9 @@ import (
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/models/chattemplate"
 	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/sched"
 	"github.com/tadpole-llm/tadpole/server/telemetry"
 	"github.com/tadpole-llm/tadpole/server/usage"
@@ -65,11 +68,12 @@ func KindOf(err error) Kind {
 	return Internal
 }
 
-// Message is one chat turn.
-type Message struct {
-	Role    string
-	Content string
-}
+// Message is one chat turn, with the assistant's thinking and tool calls
+// and a tool result's call id and function name.
+type Message = chattemplate.Message
+
+// ToolCall is an assistant's call of a function (in Message.ToolCalls).
+type ToolCall = chattemplate.ToolCall
 
 // Request is a dialect-neutral generation request. A chat has Messages
 // (Chat set); a completion has Prompt.
@@ -102,6 +106,26 @@ type Request struct {
 	// Priority orders requests waiting for a slot (higher first); jobs
 	// run below interactive requests (0).
 	Priority int
+
+	// Tools are the functions a chat may call: OpenAI-shaped tool objects
+	// ({"type":"function","function":{"name","description","parameters"}}),
+	// which Ollama's tools also are.
+	Tools []json.RawMessage
+	// ToolChoice is "auto" (or empty), "none" (tools neither shown nor
+	// parsed) or "required" (the output is constrained to a call; ToolName
+	// forces one function).
+	ToolChoice string
+	ToolName   string
+	// Think switches a thinking model's thinking on or off (the template's
+	// enable_thinking); nil leaves the model's default.
+	Think *bool
+	// TemplateVars are further variables for the chat template (e.g.
+	// reasoning_effort).
+	TemplateVars map[string]any
+
+	// Output is set by Start for chats: how to split the generated text
+	// into content, thinking and tool calls (chatparse.NewParser).
+	Output chatparse.Options
 
 	modelTemplate bool // Template came from the model's manifest
 }
@@ -200,15 +224,21 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (<-chan
 	if s.Sched.QueueFull() {
 		return nil, Errorf(Unavailable, "%v", sched.ErrQueueFull)
 	}
+	orig := req
 	req = withModelDefaults(req, in.Entry)
-	tokens, err := Prompt(in.Model, req)
+	tokens, out, err := render(in.Model, req)
+	if err != nil {
+		return nil, err
+	}
+	orig.Output = out
+	grammar, err := toolGrammar(req, out)
 	if err != nil {
 		return nil, err
 	}
 	o := req.Options
 	events, err := in.Runner.Generate(ctx, runner.Request{
 		Prompt:      tokens,
-		Sampling:    samplerParams(o, req.Grammar, req.LogitBias),
+		Sampling:    samplerParams(o, grammar, req.LogitBias),
 		NumPredict:  o.NumPredict,
 		NumKeep:     o.NumKeep,
 		Stop:        o.Stop,
@@ -297,18 +327,26 @@ func withModelDefaults(req *Request, e models.Entry) *Request {
 // template, else ChatML; the result ends with the opening of an assistant
 // turn.
 func Prompt(m *engine.Model, req *Request) ([]engine.Token, error) {
+	toks, _, err := render(m, req)
+	return toks, err
+}
+
+// render is Prompt, with how to parse the output of a chat.
+func render(m *engine.Model, req *Request) ([]engine.Token, chatparse.Options, error) {
+	var out chatparse.Options
 	if !req.Chat && req.Suffix != "" {
-		return fimPrompt(m, req)
+		toks, err := fimPrompt(m, req)
+		return toks, out, err
 	}
 	var text string
 	var err error
 	if req.Chat {
-		text, err = chatPrompt(m, req)
+		text, out, err = chatPrompt(m, req)
 	} else {
 		text, err = completionPrompt(m, req)
 	}
 	if err != nil {
-		return nil, err
+		return nil, out, err
 	}
 	var tokens []engine.Token
 	for _, t := range req.Context {
@@ -316,13 +354,13 @@ func Prompt(m *engine.Model, req *Request) ([]engine.Token, error) {
 	}
 	more, err := m.Tokenize(text, len(tokens) == 0, true)
 	if err != nil {
-		return nil, Errorf(BadRequest, "%v", err)
+		return nil, out, Errorf(BadRequest, "%v", err)
 	}
 	tokens = append(tokens, more...)
 	if len(tokens) == 0 {
-		return nil, Errorf(BadRequest, "the prompt is empty after tokenization")
+		return nil, out, Errorf(BadRequest, "the prompt is empty after tokenization")
 	}
-	return tokens, nil
+	return tokens, out, nil
 }
 
 // fimPrompt is a fill-in-the-middle prompt in prefix-suffix-middle order:
@@ -365,55 +403,12 @@ func completionPrompt(m *engine.Model, req *Request) (string, error) {
 		if req.System != "" {
 			msgs = append(msgs, Message{Role: "system", Content: req.System})
 		}
-		return applyChatTemplate(m, append(msgs, Message{Role: "user", Content: req.Prompt}))
+		text, _, err := modelTemplate(m, req, append(msgs, Message{Role: "user", Content: req.Prompt}))
+		return text, err
 	case req.System != "":
 		return req.System + "\n\n" + req.Prompt, nil
 	}
 	return req.Prompt, nil
-}
-
-func chatPrompt(m *engine.Model, req *Request) (string, error) {
-	msgs := req.Messages
-	if req.System != "" && (len(msgs) == 0 || msgs[0].Role != "system") {
-		msgs = append([]Message{{Role: "system", Content: req.System}}, msgs...)
-	}
-	if req.Template != "" {
-		text, err := execTemplate(req.Template, map[string]any{"Messages": msgs, "System": req.System, "Prompt": lastUser(msgs), "Response": ""})
-		if err == nil || !req.modelTemplate {
-			return text, err
-		}
-		// A manifest template this renderer cannot run (Ollama templates
-		// may call functions it lacks): the GGUF's template instead.
-		slog.Warn("the model's TEMPLATE failed; using its chat template", "model", m.Path(), "error", err)
-	}
-	return applyChatTemplate(m, msgs)
-}
-
-func lastUser(msgs []Message) string {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" {
-			return msgs[i].Content
-		}
-	}
-	return ""
-}
-
-// applyChatTemplate uses the model's template through llama.cpp, falling
-// back to ChatML when llama.cpp does not recognise it.
-func applyChatTemplate(m *engine.Model, msgs []Message) (string, error) {
-	em := make([]engine.ChatMessage, len(msgs))
-	for i, msg := range msgs {
-		em[i] = engine.ChatMessage{Role: msg.Role, Content: msg.Content}
-	}
-	s, err := m.ApplyChatTemplate("", em, true)
-	if err != nil && m.Meta.ChatTemplate != "" {
-		slog.Warn("the model's chat template is not supported; using ChatML", "model", m.Path())
-		s, err = m.ApplyChatTemplate(engine.ChatMLTemplate, em, true)
-	}
-	if err != nil {
-		return "", Errorf(Internal, "chat template: %v", err)
-	}
-	return s, nil
 }
 
 func execTemplate(tmpl string, data map[string]any) (string, error) {

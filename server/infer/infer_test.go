@@ -1,14 +1,17 @@
 package infer
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
 )
 
 func load(t *testing.T, path string) *engine.Model {
@@ -110,5 +113,70 @@ func TestPromptRendering(t *testing.T) {
 	}
 	if _, err := Prompt(m, &Request{Prompt: "x", Template: "{{ .Broken"}); KindOf(err) != BadRequest {
 		t.Fatalf("a request's broken template: %v", err)
+	}
+}
+
+// Chats render through the model's Jinja template: tools, tool calls and
+// results reach it; its "tool_use" variant wins when tools are given; a
+// template the Jinja engine cannot parse falls back to llama.cpp's
+// built-in detection; the output options follow the template.
+func TestJinjaChatPrompt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "script.gguf")
+	if err := testmodels.WriteScript(path); err != nil {
+		t.Fatal(err)
+	}
+	m := load(t, path)
+	tool := json.RawMessage(`{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}`)
+	req := &Request{Model: "script", Chat: true, Tools: []json.RawMessage{tool}, Messages: []Message{
+		{Role: "user", Content: "Weather?"},
+		{Role: "assistant", ToolCalls: []ToolCall{{ID: "call_1", Name: "get_weather", Arguments: json.RawMessage(`{"city": "Paris"}`)}}},
+		{Role: "tool", Content: "sunny", ToolCallID: "call_1", ToolName: "get_weather"},
+	}}
+	text, out, err := chatPrompt(m, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<|im_start|>system\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+		"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" +
+		`{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}` +
+		"\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n" +
+		"<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" +
+		"<|im_start|>user\nWeather?<|im_end|>\n" +
+		"<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>\n" +
+		"<|im_start|>user\n<tool_response>\nsunny\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+	if text != want {
+		t.Fatalf("prompt:\n%q\nwant\n%q", text, want)
+	}
+	if out.Format != chatparse.Hermes || fmt.Sprint(out.Tools) != "[get_weather]" || !out.Thinking || out.StartInThinking {
+		t.Fatalf("output options %+v", out)
+	}
+	// tool_choice none: no tools shown or parsed.
+	req.ToolChoice = "none"
+	text, out, _ = chatPrompt(m, req)
+	if strings.Contains(text, "# Tools") || len(out.Tools) != 0 {
+		t.Fatalf("tool_choice none: %q %+v", text, out)
+	}
+
+	kvs, tensors := testmodels.Bigram()
+	for i := range kvs {
+		if kvs[i].Key == "tokenizer.chat_template" {
+			// Not Jinja our engine parses, but llama.cpp knows ChatML by
+			// its markers.
+			kvs[i].Value = "{% broken <|im_start|> %}"
+		}
+	}
+	kvs = append(kvs, gguf.KV{Key: "tokenizer.chat_template.tool_use", Value: "TOOLS{% for t in tools %}[{{ t.function.name }}]{% endfor %}"})
+	path = filepath.Join(t.TempDir(), "variants.gguf")
+	if err := gguf.WriteFile(path, kvs, tensors); err != nil {
+		t.Fatal(err)
+	}
+	m = load(t, path)
+	text, _, err = chatPrompt(m, &Request{Chat: true, Messages: []Message{{Role: "user", Content: "Hi"}}})
+	if err != nil || text != "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n" {
+		t.Fatalf("llama.cpp fallback: %q %v", text, err)
+	}
+	text, _, err = chatPrompt(m, &Request{Chat: true, Tools: []json.RawMessage{tool}, Messages: []Message{{Role: "user", Content: "Hi"}}})
+	if err != nil || text != "TOOLS[get_weather]" {
+		t.Fatalf("tool_use variant: %q %v", text, err)
 	}
 }

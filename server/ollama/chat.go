@@ -7,8 +7,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/engine/grammar"
-	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
 )
 
 var chatRoles = map[string]bool{"system": true, "user": true, "assistant": true, "tool": true}
@@ -25,8 +25,9 @@ func (h *Handler) chat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return serve(c, req.Stream, call, (*Stream).ChatFinal, func(ev runner.Event) any {
-		return api.ChatResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: ev.Text}}
+	return serve(c, req.Stream, call, (*Stream).ChatFinal, func(d chatparse.Delta) any {
+		return api.ChatResponse{Model: req.Model, CreatedAt: time.Now().UTC(),
+			Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking, ToolCalls: apiToolCalls(d.ToolCalls)}}
 	})
 }
 

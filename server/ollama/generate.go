@@ -9,6 +9,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
 )
 
 // prepare checks the model name of a decoded request, notes it for the
@@ -43,8 +44,8 @@ func (h *Handler) generate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return serve(c, req.Stream, call, (*Stream).GenerateFinal, func(ev runner.Event) any {
-		return api.GenerateResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Response: ev.Text}
+	return serve(c, req.Stream, call, (*Stream).GenerateFinal, func(d chatparse.Delta) any {
+		return api.GenerateResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Response: d.Content, Thinking: d.Thinking}
 	})
 }
 
@@ -65,14 +66,19 @@ func metrics(ev runner.Event, start time.Time, load time.Duration) api.Metrics {
 	}
 }
 
-// streamNDJSON writes one JSON line per event and flushes it at once.
+// streamNDJSON writes one JSON line per event (none where line returns
+// nil) and flushes it at once.
 func streamNDJSON(c echo.Context, events <-chan runner.Event, line func(runner.Event) any) error {
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
 	for ev := range events {
-		if err := enc.Encode(line(ev)); err != nil {
+		l := line(ev)
+		if l == nil {
+			continue
+		}
+		if err := enc.Encode(l); err != nil {
 			return nil // client went away; the runner sees the cancelled context
 		}
 		w.Flush()

@@ -15,6 +15,7 @@ import (
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
 // apiDetails converts the store's details to the wire type.
@@ -85,8 +86,14 @@ func (h *Handler) show(c echo.Context) error {
 		System: e.System, Details: apiDetails(e.Details), ModelInfo: modelInfo(f, req.Verbose),
 		Capabilities: []string{"completion"}, ModifiedAt: e.Modified,
 	}
+	jinja, _ := f.String("tokenizer.chat_template")
+	toolUse, _ := f.String("tokenizer.chat_template.tool_use")
 	if resp.Template == "" {
-		resp.Template, _ = f.String("tokenizer.chat_template")
+		resp.Template = jinja
+	}
+	resp.Capabilities = append(resp.Capabilities, infer.TemplateCapabilities(e.Template, jinja, toolUse)...)
+	if _, ok := f.Uint("tokenizer.ggml.fim_pre_token_id"); ok {
+		resp.Capabilities = append(resp.Capabilities, "insert")
 	}
 	for _, m := range e.Messages {
 		resp.Messages = append(resp.Messages, api.Message{Role: m.Role, Content: m.Content})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
@@ -44,6 +45,7 @@ type Stream struct {
 	call   *Call
 	in     *infer.Instance
 	cancel context.CancelFunc
+	parser *chatparse.Parser
 }
 
 // options checks a request's model name and applies its options over
@@ -80,10 +82,14 @@ func (r Runner) PrepareGenerate(req *api.GenerateRequest) (*Call, error) {
 	if err != nil {
 		return nil, err
 	}
+	think, vars, err := thinkOption(req.Think)
+	if err != nil {
+		return nil, err
+	}
 	ireq := &infer.Request{
 		Model: req.Model, Prompt: req.Prompt, Suffix: req.Suffix, System: req.System, Template: req.Template, Raw: req.Raw, Grammar: grammar,
 		Context: req.Context, Options: opts, KeepAlive: keepAlive(req.KeepAlive), Truncate: req.Truncate, Shift: req.Shift,
-		Priority: r.Priority,
+		Priority: r.Priority, Think: think, TemplateVars: vars,
 	}
 	return &Call{r: r, model: req.Model, ireq: ireq, loadOnly: req.Prompt == "" && len(req.Context) == 0, start: start}, nil
 }
@@ -99,9 +105,18 @@ func (r Runner) PrepareChat(req *api.ChatRequest) (*Call, error) {
 	if err != nil {
 		return nil, err
 	}
+	think, vars, err := thinkOption(req.Think)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := tools(req.Tools)
+	if err != nil {
+		return nil, err
+	}
 	ireq := &infer.Request{
 		Model: req.Model, Chat: true, Options: opts, KeepAlive: keepAlive(req.KeepAlive),
 		Grammar: grammar, Truncate: req.Truncate, Shift: req.Shift, Priority: r.Priority,
+		Tools: tools, Think: think, TemplateVars: vars,
 	}
 	for i, m := range req.Messages {
 		if !chatRoles[m.Role] {
@@ -110,7 +125,11 @@ func (r Runner) PrepareChat(req *api.ChatRequest) (*Call, error) {
 		if len(m.Images) > 0 {
 			return nil, errorf(http.StatusBadRequest, "model %q does not support images", req.Model)
 		}
-		ireq.Messages = append(ireq.Messages, infer.Message{Role: m.Role, Content: m.Content})
+		msg, err := message(i, m)
+		if err != nil {
+			return nil, err
+		}
+		ireq.Messages = append(ireq.Messages, msg)
 	}
 	return &Call{r: r, model: req.Model, ireq: ireq, loadOnly: len(req.Messages) == 0, start: start}, nil
 }
@@ -133,7 +152,32 @@ func (c *Call) Start(ctx context.Context) (*Stream, error) {
 		return nil, inferError(err)
 	}
 	s.Events = events
+	s.parser = chatparse.NewParser(c.ireq.Output)
 	return s, nil
+}
+
+// Split passes an event's text through the stream's output parser: the
+// content, thinking and tool calls decided so far (at the final event,
+// all that is left). Thinking is dropped when the request switched it
+// off.
+func (s *Stream) Split(ev runner.Event) chatparse.Delta {
+	d := s.parser.Add(ev.Text)
+	if ev.Done {
+		f := s.parser.Finish()
+		d.Content += f.Content
+		d.Thinking += f.Thinking
+		d.ToolCalls = append(d.ToolCalls, f.ToolCalls...)
+		logWarnings(s.call.model, s.parser)
+	}
+	if t := s.call.ireq.Think; t != nil && !*t {
+		d.Thinking = ""
+	}
+	return d
+}
+
+// empty tells whether a delta has nothing to send.
+func empty(d chatparse.Delta) bool {
+	return d.Content == "" && d.Thinking == "" && len(d.ToolCalls) == 0
 }
 
 // Close ends the generation if it still runs and hands the model back.
@@ -148,8 +192,8 @@ func (s *Stream) Metrics(ev runner.Event) api.Metrics {
 }
 
 // GenerateFinal is the last /api/generate answer of a stream that ended
-// with ev, with response as its text.
-func (s *Stream) GenerateFinal(ev runner.Event, response string) api.GenerateResponse {
+// with ev, with d as its text.
+func (s *Stream) GenerateFinal(ev runner.Event, d chatparse.Delta) api.GenerateResponse {
 	if s.Events == nil {
 		return api.GenerateResponse{Model: s.call.model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: loadReason(s.call.ireq.KeepAlive)}
 	}
@@ -158,14 +202,14 @@ func (s *Stream) GenerateFinal(ev runner.Event, response string) api.GenerateRes
 		ctxTokens[i] = int(t)
 	}
 	return api.GenerateResponse{
-		Model: s.call.model, CreatedAt: time.Now().UTC(), Response: response, Done: true, DoneReason: ev.DoneReason,
+		Model: s.call.model, CreatedAt: time.Now().UTC(), Response: d.Content, Thinking: d.Thinking, Done: true, DoneReason: ev.DoneReason,
 		Context: ctxTokens, Metrics: s.Metrics(ev),
 	}
 }
 
 // ChatFinal is the last /api/chat answer of a stream that ended with ev,
-// with content as the assistant's message.
-func (s *Stream) ChatFinal(ev runner.Event, content string) api.ChatResponse {
+// with d as the assistant's message.
+func (s *Stream) ChatFinal(ev runner.Event, d chatparse.Delta) api.ChatResponse {
 	if s.Events == nil {
 		return api.ChatResponse{
 			Model: s.call.model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant"},
@@ -173,24 +217,30 @@ func (s *Stream) ChatFinal(ev runner.Event, content string) api.ChatResponse {
 		}
 	}
 	return api.ChatResponse{
-		Model: s.call.model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: content},
-		Done: true, DoneReason: ev.DoneReason, Metrics: s.Metrics(ev),
+		Model: s.call.model, CreatedAt: time.Now().UTC(),
+		Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking, ToolCalls: apiToolCalls(d.ToolCalls)},
+		Done:    true, DoneReason: ev.DoneReason, Metrics: s.Metrics(ev),
 	}
 }
 
-// collect reads a stream to its end: the whole text and the final event.
-func (s *Stream) collect() (string, runner.Event, error) {
-	var text strings.Builder
+// collect reads a stream to its end: the whole answer and the final
+// event.
+func (s *Stream) collect() (chatparse.Delta, runner.Event, error) {
+	var content, thinking strings.Builder
+	var calls []chatparse.ToolCall
 	for ev := range s.Events {
-		text.WriteString(ev.Text)
+		d := s.Split(ev)
+		content.WriteString(d.Content)
+		thinking.WriteString(d.Thinking)
+		calls = append(calls, d.ToolCalls...)
 		if ev.Done {
 			if ev.Err != nil {
-				return "", ev, errorf(http.StatusInternalServerError, "%v", ev.Err)
+				return chatparse.Delta{}, ev, errorf(http.StatusInternalServerError, "%v", ev.Err)
 			}
-			return text.String(), ev, nil
+			return chatparse.Delta{Content: content.String(), Thinking: thinking.String(), ToolCalls: calls}, ev, nil
 		}
 	}
-	return "", runner.Event{}, errorf(http.StatusInternalServerError, "generation ended without a result")
+	return chatparse.Delta{}, runner.Event{}, errorf(http.StatusInternalServerError, "generation ended without a result")
 }
 
 // Generate runs an /api/generate request to its end: the non-streamed
@@ -215,7 +265,7 @@ func (r Runner) Chat(ctx context.Context, req *api.ChatRequest) (*api.ChatRespon
 }
 
 // runToEnd starts a call, collects its text and builds the final answer.
-func runToEnd[T any](ctx context.Context, call *Call, final func(*Stream, runner.Event, string) T) (T, error) {
+func runToEnd[T any](ctx context.Context, call *Call, final func(*Stream, runner.Event, chatparse.Delta) T) (T, error) {
 	var zero T
 	s, err := call.Start(ctx)
 	if err != nil {
@@ -223,19 +273,19 @@ func runToEnd[T any](ctx context.Context, call *Call, final func(*Stream, runner
 	}
 	defer s.Close()
 	if s.Events == nil {
-		return final(s, runner.Event{}, ""), nil
+		return final(s, runner.Event{}, chatparse.Delta{}), nil
 	}
-	text, ev, err := s.collect()
+	d, ev, err := s.collect()
 	if err != nil {
 		return zero, err
 	}
-	return final(s, ev, text), nil
+	return final(s, ev, d), nil
 }
 
 // serve answers a call over HTTP: the whole answer when not streaming,
-// else NDJSON lines (chunk for each piece, the final answer last, or an
-// error line).
-func serve[T any](c echo.Context, stream *bool, call *Call, final func(*Stream, runner.Event, string) T, chunk func(runner.Event) any) error {
+// else NDJSON lines (chunk for each decided piece, the final answer last,
+// or an error line).
+func serve[T any](c echo.Context, stream *bool, call *Call, final func(*Stream, runner.Event, chatparse.Delta) T, chunk func(chatparse.Delta) any) error {
 	ctx := c.Request().Context()
 	if stream != nil && !*stream {
 		resp, err := runToEnd(ctx, call, final)
@@ -250,16 +300,20 @@ func serve[T any](c echo.Context, stream *bool, call *Call, final func(*Stream, 
 	}
 	defer s.Close()
 	if s.Events == nil {
-		return c.JSON(http.StatusOK, final(s, runner.Event{}, ""))
+		return c.JSON(http.StatusOK, final(s, runner.Event{}, chatparse.Delta{}))
 	}
 	return streamNDJSON(c, s.Events, func(ev runner.Event) any {
+		d := s.Split(ev)
 		if !ev.Done {
-			return chunk(ev)
+			if empty(d) {
+				return nil // held back by the parser: nothing decided yet
+			}
+			return chunk(d)
 		}
 		if ev.Err != nil {
 			return api.ErrorResponse{Error: ev.Err.Error()}
 		}
-		return final(s, ev, ev.Text)
+		return final(s, ev, d)
 	})
 }
 

@@ -34,7 +34,8 @@ func (h *Handler) prepareChat(req *ChatRequest) ([]*infer.Request, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := checkTools(req.Tools, req.ToolChoice); err != nil {
+	tools, choice, name, err := checkTools(req.Tools, req.ToolChoice)
+	if err != nil {
 		return nil, 0, err
 	}
 	gram, err := formatGrammar(req.ResponseFormat)
@@ -82,9 +83,32 @@ func (h *Handler) prepareChat(req *ChatRequest) ([]*infer.Request, int, error) {
 	if maxTokens != nil {
 		opts.NumPredict = *maxTokens
 	}
+	if choice == "required" && gram != "" {
+		return nil, 0, invalid("response_format", "A response_format cannot be combined with a required tool call (tool_choice).")
+	}
+	vars := map[string]any{}
+	for k, v := range req.ChatTemplateKwargs {
+		vars[k] = v
+	}
+	var think *bool
+	if e, ok := vars["enable_thinking"].(bool); ok {
+		think = &e
+		delete(vars, "enable_thinking")
+	}
+	switch req.ReasoningEffort {
+	case "":
+	case "none":
+		off := false
+		think = &off
+	case "minimal", "low", "medium", "high", "xhigh":
+		vars["reasoning_effort"] = req.ReasoningEffort
+	default:
+		return nil, 0, invalid("reasoning_effort", "Invalid value for 'reasoning_effort': %q. Supported values are: 'none', 'minimal', 'low', 'medium', 'high' and 'xhigh'.", req.ReasoningEffort)
+	}
 	ireq := &infer.Request{
 		Model: req.Model, Chat: true, Messages: msgs, Options: opts, Grammar: gram, LogitBias: logitBias(req.LogitBias),
 		Logprobs: req.Logprobs, TopLogprobs: top,
+		Tools: tools, ToolChoice: choice, ToolName: name, Think: think, TemplateVars: vars,
 	}
 	return choices(ireq, n), n, nil
 }
@@ -92,6 +116,7 @@ func (h *Handler) prepareChat(req *ChatRequest) ([]*infer.Request, int, error) {
 // messages converts the request's messages.
 func messages(msgs []ChatMessage, model string) ([]infer.Message, error) {
 	out := make([]infer.Message, 0, len(msgs))
+	names := map[string]string{} // tool call id → function name
 	for i, m := range msgs {
 		role, ok := roles[m.Role]
 		if !ok {
@@ -102,13 +127,36 @@ func messages(msgs []ChatMessage, model string) ([]infer.Message, error) {
 		if err != nil {
 			return nil, err
 		}
+		msg := infer.Message{Role: role, Content: content}
 		if tc := bytes.TrimSpace(m.ToolCalls); len(tc) > 0 && string(tc) != "null" {
-			var calls []json.RawMessage
+			var calls []ToolCall
 			if m.Role != "assistant" || json.Unmarshal(tc, &calls) != nil {
-				return nil, invalid(fmt.Sprintf("messages[%d].tool_calls", i), "tool_calls must be an array, on assistant messages only")
+				return nil, invalid(fmt.Sprintf("messages[%d].tool_calls", i), "tool_calls must be an array of function calls, on assistant messages only")
+			}
+			for j, c := range calls {
+				p := fmt.Sprintf("messages[%d].tool_calls[%d].function", i, j)
+				if c.Function.Name == "" {
+					return nil, invalid(p+".name", "Missing required parameter: '%s.name'.", p)
+				}
+				args := json.RawMessage(strings.TrimSpace(c.Function.Arguments))
+				if len(args) == 0 {
+					args = json.RawMessage("{}")
+				}
+				if args[0] != '{' || !json.Valid(args) {
+					return nil, invalid(p+".arguments", "Invalid '%s.arguments': expected a JSON object in a string.", p)
+				}
+				msg.ToolCalls = append(msg.ToolCalls, infer.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
+				names[c.ID] = c.Function.Name
 			}
 		}
-		out = append(out, infer.Message{Role: role, Content: content})
+		if role == "tool" {
+			msg.ToolCallID = m.ToolCallID
+			msg.ToolName = m.Name // legacy function messages name their function
+			if msg.ToolName == "" {
+				msg.ToolName = names[m.ToolCallID]
+			}
+		}
+		out = append(out, msg)
 	}
 	return out, nil
 }
@@ -168,31 +216,40 @@ func messageContent(i int, m ChatMessage, model string) (string, error) {
 
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// checkTools validates tools and tool_choice. Tools are accepted and not
-// yet used: the prompt does not show them to the model and its answer is
-// not parsed for tool calls, so a tool call cannot be forced ("required"
-// or a named function is refused).
-func checkTools(tools []Tool, choice json.RawMessage) error {
+// checkTools validates tools and tool_choice and returns the tools as
+// template objects, the choice ("auto", "none" or "required") and the
+// function a named choice forces. A parameters schema the grammar cannot
+// use is refused: a forced call could not be held to it.
+func checkTools(tools []Tool, choice json.RawMessage) ([]json.RawMessage, string, string, error) {
 	names := map[string]bool{}
+	var out []json.RawMessage
 	for i, t := range tools {
 		p := fmt.Sprintf("tools[%d]", i)
 		if t.Type != "function" {
-			return invalid(p+".type", "Invalid value for '%s.type': %q. Supported values are: 'function'.", p, t.Type)
+			return nil, "", "", invalid(p+".type", "Invalid value for '%s.type': %q. Supported values are: 'function'.", p, t.Type)
 		}
 		if t.Function == nil {
-			return invalid(p+".function", "Missing required parameter: '%s.function'.", p)
+			return nil, "", "", invalid(p+".function", "Missing required parameter: '%s.function'.", p)
 		}
 		if !toolName.MatchString(t.Function.Name) {
-			return invalid(p+".function.name", "Invalid '%s.function.name': %q. Expected a string of letters, digits, '_' and '-', at most 64 long.", p, t.Function.Name)
+			return nil, "", "", invalid(p+".function.name", "Invalid '%s.function.name': %q. Expected a string of letters, digits, '_' and '-', at most 64 long.", p, t.Function.Name)
 		}
 		if ps := bytes.TrimSpace(t.Function.Parameters); len(ps) > 0 && string(ps) != "null" && ps[0] != '{' {
-			return invalid(p+".function.parameters", "Invalid type for '%s.function.parameters': expected an object (a JSON schema).", p)
+			return nil, "", "", invalid(p+".function.parameters", "Invalid type for '%s.function.parameters': expected an object (a JSON schema).", p)
+		}
+		raw, err := json.Marshal(t)
+		if err != nil {
+			return nil, "", "", invalid(p, "Invalid '%s': %v", p, err)
+		}
+		if err := infer.CheckTools([]json.RawMessage{raw}); err != nil {
+			return nil, "", "", invalid(p+".function.parameters", "Invalid '%s.function.parameters': %v", p, err)
 		}
 		names[t.Function.Name] = true
+		out = append(out, raw)
 	}
 	raw := bytes.TrimSpace(choice)
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil
+		return out, "auto", "", nil
 	}
 	var mode string
 	if json.Unmarshal(raw, &mode) == nil {
@@ -200,13 +257,12 @@ func checkTools(tools []Tool, choice json.RawMessage) error {
 		case "none", "auto":
 		case "required":
 			if len(tools) == 0 {
-				return invalid("tool_choice", "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.")
+				return nil, "", "", invalid("tool_choice", "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.")
 			}
-			return notSupported("tool_choice", "tool_choice 'required' is not supported yet: tool calls are not parsed yet.")
 		default:
-			return invalid("tool_choice", "Invalid value for 'tool_choice': %q. Supported values are: 'none', 'auto' and 'required'.", mode)
+			return nil, "", "", invalid("tool_choice", "Invalid value for 'tool_choice': %q. Supported values are: 'none', 'auto' and 'required'.", mode)
 		}
-		return nil
+		return out, mode, "", nil
 	}
 	var named struct {
 		Type     string `json:"type"`
@@ -215,12 +271,12 @@ func checkTools(tools []Tool, choice json.RawMessage) error {
 		} `json:"function"`
 	}
 	if json.Unmarshal(raw, &named) != nil || named.Type != "function" || named.Function.Name == "" {
-		return invalid("tool_choice", "Invalid 'tool_choice': expected 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": ...}}.")
+		return nil, "", "", invalid("tool_choice", "Invalid 'tool_choice': expected 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": ...}}.")
 	}
 	if !names[named.Function.Name] {
-		return invalid("tool_choice", "Invalid 'tool_choice': no tool named %q in 'tools'.", named.Function.Name)
+		return nil, "", "", invalid("tool_choice", "Invalid 'tool_choice': no tool named %q in 'tools'.", named.Function.Name)
 	}
-	return notSupported("tool_choice", "Forcing a named tool is not supported yet: tool calls are not parsed yet.")
+	return out, "required", named.Function.Name, nil
 }
 
 // formatGrammar is the grammar of response_format: none for text, any

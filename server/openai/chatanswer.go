@@ -1,10 +1,13 @@
 package openai
 
 import (
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/tadpole-llm/tadpole/server/chatparse"
 )
 
 // chat serves POST /v1/chat/completions and, with webui set, Open
@@ -27,7 +30,11 @@ func (h *Handler) chat(c echo.Context, webui bool) error {
 		return err
 	}
 	defer g.close()
-	a := &chatAnswer{g: g, model: req.Model, created: time.Now().Unix(), start: start, webui: webui, logprobs: req.Logprobs}
+	a := &chatAnswer{g: g, model: req.Model, created: time.Now().Unix(), start: start, webui: webui, logprobs: req.Logprobs,
+		think: reqs[0].Think, calls: make([]int, len(reqs))}
+	for _, r := range reqs {
+		a.parsers = append(a.parsers, chatparse.NewParser(r.Output))
+	}
 	a.id = newID("chatcmpl-")
 	if webui {
 		a.id = req.Model + "-" + newUUID()
@@ -47,6 +54,52 @@ type chatAnswer struct {
 	start    time.Time
 	webui    bool
 	logprobs bool
+	think    *bool               // thinking switched off: drop it
+	parsers  []*chatparse.Parser // per choice: content, thinking, tool calls
+	calls    []int               // per choice: tool calls sent
+}
+
+// split passes a choice's text through its output parser (flushing it at
+// the end).
+func (a *chatAnswer) split(i int, text string, done bool) chatparse.Delta {
+	p := a.parsers[i]
+	d := p.Add(text)
+	if done {
+		f := p.Finish()
+		d.Content += f.Content
+		d.Thinking += f.Thinking
+		d.ToolCalls = append(d.ToolCalls, f.ToolCalls...)
+		for _, w := range p.Warnings() {
+			slog.Warn("model output", "model", a.model, "warning", w)
+		}
+	}
+	if a.think != nil && !*a.think {
+		d.Thinking = ""
+	}
+	a.calls[i] += len(d.ToolCalls)
+	return d
+}
+
+// finish is a choice's finish_reason: "tool_calls" once it called a tool.
+func (a *chatAnswer) finish(i int, reason string) string {
+	if a.calls[i] > 0 && reason == "stop" {
+		return "tool_calls"
+	}
+	return reason
+}
+
+// toolCalls converts parsed calls; indexed for stream deltas.
+func toolCalls(calls []chatparse.ToolCall, indexed bool) []ToolCall {
+	var out []ToolCall
+	for _, c := range calls {
+		tc := ToolCall{ID: c.ID, Type: "function", Function: FunctionCall{Name: c.Name, Arguments: string(c.Arguments)}}
+		if indexed {
+			i := c.Index
+			tc.Index = &i
+		}
+		out = append(out, tc)
+	}
+	return out
 }
 
 // usage is OpenAI's usage, or on the Open WebUI route the same with
@@ -70,7 +123,9 @@ func (a *chatAnswer) respond(c echo.Context) error {
 	var t tally
 	for i, r := range res {
 		t.add(a.g, i, r.final)
-		ch := ChatChoice{Index: i, Message: AnswerMessage{Role: "assistant", Content: r.text.String()}, FinishReason: finishReason(r.final)}
+		d := a.split(i, r.text.String(), true)
+		msg := AnswerMessage{Role: "assistant", Content: d.Content, ReasoningContent: d.Thinking, ToolCalls: toolCalls(d.ToolCalls, false)}
+		ch := ChatChoice{Index: i, Message: msg, FinishReason: a.finish(i, finishReason(r.final))}
 		if a.logprobs {
 			ch.Logprobs = &ChatLogprobs{Content: chatLogprobs(r.logprobs), Refusal: nil}
 		}
@@ -104,16 +159,25 @@ func (a *chatAnswer) stream(c echo.Context, includeUsage bool) error {
 		}
 	}
 	t, ok := a.g.relay(s, func(x indexed) any {
-		if x.ev.Text == "" && (!a.logprobs || len(x.ev.Logprobs) == 0) {
+		d := a.split(x.i, x.ev.Text, x.ev.Done)
+		if d.Content == "" && d.Thinking == "" && len(d.ToolCalls) == 0 && (!a.logprobs || len(x.ev.Logprobs) == 0) {
 			return nil
 		}
-		text := x.ev.Text
-		ch := ChunkChoice{Index: x.i, Delta: Delta{Content: &text}}
+		var delta Delta
+		if d.Content != "" || (d.Thinking == "" && len(d.ToolCalls) == 0) {
+			delta.Content = &d.Content
+		}
+		if d.Thinking != "" {
+			delta.ReasoningContent = &d.Thinking
+		}
+		delta.ToolCalls = toolCalls(d.ToolCalls, true)
+		ch := ChunkChoice{Index: x.i, Delta: delta}
 		if a.logprobs {
 			ch.Logprobs = &ChatLogprobs{Content: chatLogprobs(x.ev.Logprobs)}
 		}
 		return a.chunk(ch)
 	}, func(i int, reason string, t *tally, left int) any {
+		reason = a.finish(i, reason)
 		last := a.chunk(ChunkChoice{Index: i, FinishReason: &reason})
 		if a.webui && left == 0 {
 			last.Usage = a.usage(t)

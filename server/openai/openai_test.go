@@ -196,16 +196,17 @@ func TestCheckTools(t *testing.T) {
 		{fn, ``, ""},
 		{fn, `"auto"`, ""},
 		{nil, `"none"`, ""},
-		{fn, `"required"`, "unsupported_value"},
+		{fn, `"required"`, ""},
 		{nil, `"required"`, "-"},
-		{fn, `{"type":"function","function":{"name":"get_weather"}}`, "unsupported_value"},
+		{fn, `{"type":"function","function":{"name":"get_weather"}}`, ""},
+		{[]Tool{{Type: "function", Function: &FunctionTool{Name: "f", Parameters: json.RawMessage(`{"type": 5}`)}}}, ``, "-"},
 		{fn, `{"type":"function","function":{"name":"other"}}`, "-"},
 		{fn, `"sometimes"`, "-"},
 		{[]Tool{{Type: "function", Function: &FunctionTool{Name: "a b"}}}, ``, "-"},
 		{[]Tool{{Type: "function"}}, ``, "-"},
 		{[]Tool{{Type: "function", Function: &FunctionTool{Name: "f", Parameters: json.RawMessage(`[]`)}}}, ``, "-"},
 	} {
-		err := checkTools(tc.tools, json.RawMessage(tc.choice))
+		_, _, _, err := checkTools(tc.tools, json.RawMessage(tc.choice))
 		switch {
 		case tc.code == "" && err != nil:
 			t.Errorf("%v %s: %v", tc.tools, tc.choice, err)

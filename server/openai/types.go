@@ -31,6 +31,12 @@ type ChatRequest struct {
 	TopLogprobs         *int               `json:"top_logprobs"`
 	Modalities          []string           `json:"modalities"`
 	Audio               json.RawMessage    `json:"audio"`
+	// ReasoningEffort: "none" switches a thinking model's thinking off;
+	// any value reaches the chat template as reasoning_effort.
+	ReasoningEffort string `json:"reasoning_effort"`
+	// ChatTemplateKwargs are further chat template variables (as
+	// llama-server takes them), e.g. {"enable_thinking": false}.
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs"`
 }
 
 // ChatMessage is one message of a chat request. Content is a string, an
@@ -103,11 +109,30 @@ type ChatChoice struct {
 	FinishReason string        `json:"finish_reason"`
 }
 
-// AnswerMessage is the assistant's message.
+// AnswerMessage is the assistant's message. A thinking model's thinking
+// is in reasoning_content (as llama-server and DeepSeek's API return it).
 type AnswerMessage struct {
-	Role    string  `json:"role"`
-	Content string  `json:"content"`
-	Refusal *string `json:"refusal"`
+	Role             string     `json:"role"`
+	Content          string     `json:"content"`
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	Refusal          *string    `json:"refusal"`
+}
+
+// ToolCall is a function call in an answer; Index is set in stream
+// deltas only.
+type ToolCall struct {
+	Index    *int         `json:"index,omitempty"`
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names the function; Arguments is a JSON object as a
+// string.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // ChatChunk is one streamed chat event (object "chat.completion.chunk").
@@ -132,8 +157,10 @@ type ChunkChoice struct {
 
 // Delta is the new part of the assistant's message.
 type Delta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role             string     `json:"role,omitempty"`
+	Content          *string    `json:"content,omitempty"`
+	ReasoningContent *string    `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // ChatLogprobs are the log-probabilities of a choice's tokens.

@@ -1,0 +1,279 @@
+package infer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/chattemplate"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
+)
+
+// chatPrompt renders a chat. The fallbacks, in order: the request's or the
+// manifest's TEMPLATE (Ollama's Go-template syntax), the model's Jinja
+// chat template (its "tool_use" variant when tools are given and it has
+// one), llama.cpp's built-in template detection, ChatML.
+func chatPrompt(m *engine.Model, req *Request) (string, chatparse.Options, error) {
+	msgs := req.Messages
+	if req.System != "" && (len(msgs) == 0 || msgs[0].Role != "system") {
+		msgs = append([]Message{{Role: "system", Content: req.System}}, msgs...)
+	}
+	if req.Template != "" {
+		text, err := execTemplate(req.Template, map[string]any{
+			"Messages": msgs, "System": req.System, "Prompt": lastUser(msgs), "Response": "", "Tools": req.Tools,
+		})
+		if err == nil || !req.modelTemplate {
+			return text, outputOptions(req, req.Template, text), err
+		}
+		// A manifest template this renderer cannot run (Ollama templates
+		// may call functions it lacks): the GGUF's template instead.
+		slog.Warn("the model's TEMPLATE failed; using its chat template", "model", m.Path(), "error", err)
+	}
+	return modelTemplate(m, req, msgs)
+}
+
+// modelTemplate renders messages with the model's own chat template.
+func modelTemplate(m *engine.Model, req *Request, msgs []Message) (string, chatparse.Options, error) {
+	src := m.Meta.ChatTemplate
+	tools := req.Tools
+	if req.ToolChoice == "none" {
+		tools = nil
+	}
+	if len(tools) > 0 && m.Meta.ChatTemplates["tool_use"] != "" {
+		src = m.Meta.ChatTemplates["tool_use"]
+	}
+	if req.Think != nil && *req.Think && !thinkingTemplate(src) {
+		return "", chatparse.Options{}, Errorf(BadRequest, "model %q does not support thinking", req.Model)
+	}
+	if src == "" {
+		text, err := applyChatTemplate(m, msgs)
+		return text, outputOptions(req, "", text), err
+	}
+	t, err := parseTemplate(src)
+	if err != nil {
+		// A template our Jinja engine cannot parse: llama.cpp may still
+		// recognise its family.
+		slog.Warn("cannot parse the model's Jinja chat template; trying llama.cpp's built-in templates", "model", req.Model, "error", err)
+		text, berr := m.ApplyChatTemplate(src, engineMessages(msgs), true)
+		if berr != nil {
+			return "", chatparse.Options{}, Errorf(Internal, "model %q: chat template: %v", req.Model, err)
+		}
+		return text, outputOptions(req, src, text), nil
+	}
+	vars := map[string]any{}
+	for k, v := range req.TemplateVars {
+		vars[k] = v
+	}
+	if req.Think != nil {
+		vars["enable_thinking"] = *req.Think
+	}
+	in := chattemplate.Input{
+		Messages: msgs, Tools: tools, AddGenerationPrompt: true,
+		BOSToken: specialText(m, m.BOS()), EOSToken: specialText(m, m.EOS()), Vars: vars,
+	}
+	text, err := t.Render(in)
+	if err != nil {
+		return "", chatparse.Options{}, Errorf(Internal, "model %q: chat template: %v", req.Model, err)
+	}
+	// The tokenizer adds BOS itself: a template that writes it would
+	// double it.
+	if in.BOSToken != "" && m.AddBOS() {
+		text = strings.TrimPrefix(text, in.BOSToken)
+	}
+	return text, outputOptions(req, src, text), nil
+}
+
+// outputOptions says how to parse a chat's output: tool calls in the
+// format the template implies (when the request has tools to call) and
+// thinking when the template knows thinking tags.
+func outputOptions(req *Request, tmpl, prompt string) chatparse.Options {
+	var o chatparse.Options
+	if len(req.Tools) > 0 && req.ToolChoice != "none" {
+		o.Format = chatparse.DetectFormat(tmpl)
+		o.Tools = toolNames(req.Tools)
+	}
+	if thinkingTemplate(tmpl) {
+		o.Thinking = true
+		// A generation prompt that opens the thinking block (DeepSeek R1,
+		// QwQ): the output starts inside it.
+		p := strings.TrimRight(prompt, " \n")
+		for _, open := range []string{"<think>", "[THINK]", "<|START_THINKING|>"} {
+			if strings.HasSuffix(p, open) {
+				o.StartInThinking = true
+			}
+		}
+	}
+	return o
+}
+
+// thinkingTemplate tells whether a template is a thinking model's: it
+// mentions a thinking tag or switch.
+func thinkingTemplate(src string) bool {
+	for _, s := range []string{"<think>", "enable_thinking", "reasoning_content", "[THINK]", "<|START_THINKING|>"} {
+		if strings.Contains(src, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// toolFunction is the part of a tool object chat templates and grammars
+// use.
+type toolFunction struct {
+	Function struct {
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+func toolNames(tools []json.RawMessage) []string {
+	var names []string
+	for _, t := range tools {
+		var f toolFunction
+		if json.Unmarshal(t, &f) == nil && f.Function.Name != "" {
+			names = append(names, f.Function.Name)
+		}
+	}
+	return names
+}
+
+// toolGrammar is the request's grammar, or, for tool_choice "required" or
+// a named function, one that makes the output a call in the model's
+// format.
+func toolGrammar(req *Request, out chatparse.Options) (string, error) {
+	if req.ToolChoice != "required" {
+		return req.Grammar, nil
+	}
+	if req.Grammar != "" {
+		return "", Errorf(BadRequest, "a response format cannot be combined with a required tool call")
+	}
+	var tools []chatparse.Tool
+	for _, t := range req.Tools {
+		var f toolFunction
+		if err := json.Unmarshal(t, &f); err != nil {
+			return "", Errorf(BadRequest, "invalid tool: %v", err)
+		}
+		tools = append(tools, chatparse.Tool{Name: f.Function.Name, Parameters: f.Function.Parameters})
+	}
+	g, err := chatparse.Grammar(out, tools, req.ToolName)
+	if err != nil {
+		return "", Errorf(BadRequest, "%v", err)
+	}
+	return g, nil
+}
+
+// CheckTools checks that each tool names its function and that its
+// parameters, when given, are a valid JSON schema (checked against the
+// schema's meta-schema). Keywords a forced call's grammar cannot hold the
+// output to are reported when a call is forced (tool_choice "required").
+func CheckTools(tools []json.RawMessage) error {
+	for i, t := range tools {
+		var f toolFunction
+		if err := json.Unmarshal(t, &f); err != nil {
+			return fmt.Errorf("tools[%d]: %v", i, err)
+		}
+		if f.Function.Name == "" {
+			return fmt.Errorf("tools[%d]: the function has no name", i)
+		}
+		p := bytes.TrimSpace(f.Function.Parameters)
+		if len(p) == 0 || string(p) == "null" {
+			continue
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(p))
+		if err != nil {
+			return fmt.Errorf("tools[%d]: function %q: parameters: %v", i, f.Function.Name, err)
+		}
+		if _, ok := doc.(map[string]any); !ok {
+			return fmt.Errorf("tools[%d]: function %q: parameters must be a JSON schema object", i, f.Function.Name)
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource("tool.json", doc); err != nil {
+			return fmt.Errorf("tools[%d]: function %q: parameters: %v", i, f.Function.Name, err)
+		}
+		if _, err := c.Compile("tool.json"); err != nil {
+			return fmt.Errorf("tools[%d]: function %q: parameters are not a valid JSON schema: %v", i, f.Function.Name, err)
+		}
+	}
+	return nil
+}
+
+// templates caches parsed Jinja templates by source: a model's template
+// is parsed once, not per request.
+var templates sync.Map // string → *chattemplate.Template or error
+
+func parseTemplate(src string) (*chattemplate.Template, error) {
+	if v, ok := templates.Load(src); ok {
+		if t, ok := v.(*chattemplate.Template); ok {
+			return t, nil
+		}
+		return nil, v.(error)
+	}
+	t, err := chattemplate.Parse(src)
+	if err != nil {
+		templates.Store(src, err)
+		return nil, err
+	}
+	templates.Store(src, t)
+	return t, nil
+}
+
+// specialText is a special token's text ("" if the model has none).
+func specialText(m *engine.Model, t engine.Token) string {
+	if t < 0 {
+		return ""
+	}
+	return string(m.TokenPiece(t, true))
+}
+
+func lastUser(msgs []Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}
+
+func engineMessages(msgs []Message) []engine.ChatMessage {
+	em := make([]engine.ChatMessage, len(msgs))
+	for i, msg := range msgs {
+		em[i] = engine.ChatMessage{Role: msg.Role, Content: msg.Content}
+	}
+	return em
+}
+
+// applyChatTemplate formats messages with llama.cpp's built-in template
+// for the model (ChatML for a model without a template).
+func applyChatTemplate(m *engine.Model, msgs []Message) (string, error) {
+	s, err := m.ApplyChatTemplate("", engineMessages(msgs), true)
+	if err != nil {
+		return "", Errorf(Internal, "chat template: %v", err)
+	}
+	return s, nil
+}
+
+// TemplateCapabilities are the capabilities of Ollama's /api/show that
+// a model's chat templates imply: "tools" when one renders tools (a Jinja
+// template's tools variable, a Go template's .Tools), "thinking" when one
+// knows thinking tags or switches.
+func TemplateCapabilities(templates ...string) []string {
+	var tools, thinking bool
+	for _, t := range templates {
+		tools = tools || strings.Contains(t, "tools") || strings.Contains(t, ".Tools")
+		thinking = thinking || thinkingTemplate(t)
+	}
+	var caps []string
+	if tools {
+		caps = append(caps, "tools")
+	}
+	if thinking {
+		caps = append(caps, "thinking")
+	}
+	return caps
+}
