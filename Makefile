@@ -58,6 +58,7 @@ FUZZTIME ?= 10s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./models/gguf
 	$(GO) test -run '^$$' -fuzz '^FuzzParseModelfile$$' -fuzztime $(FUZZTIME) ./models
+	$(GO) test -run '^$$' -fuzz '^FuzzParser$$' -fuzztime $(FUZZTIME) ./server/chatparse
 
 fmt:
 	gofmt -s -w $$(git ls-files '*.go')

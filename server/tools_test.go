@@ -121,6 +121,17 @@ func TestOllamaToolCalling(t *testing.T) {
 	if got.Message.Content != testmodels.ScriptCall || got.Message.Thinking != testmodels.ScriptThinking || len(got.Message.ToolCalls) != 0 {
 		t.Fatalf("no tools: %+v", got.Message)
 	}
+	// /api/generate splits thinking off too.
+	var gen ollama.GenerateResponse
+	err = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "script", Prompt: "Hi", Stream: ptr(true), Options: greedyOpts(40)},
+		func(r ollama.GenerateResponse) error {
+			gen.Response += r.Response
+			gen.Thinking += r.Thinking
+			return nil
+		})
+	if err != nil || gen.Response != testmodels.ScriptCall || gen.Thinking != testmodels.ScriptThinking {
+		t.Fatalf("generate: %q thinking %q (%v)", gen.Response, gen.Thinking, err)
+	}
 	// /api/show lists what the template implies.
 	show, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "script"})
 	if err != nil {

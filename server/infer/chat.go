@@ -48,9 +48,6 @@ func modelTemplate(m *engine.Model, req *Request, msgs []Message) (string, chatp
 	if len(tools) > 0 && m.Meta.ChatTemplates["tool_use"] != "" {
 		src = m.Meta.ChatTemplates["tool_use"]
 	}
-	if req.Think != nil && *req.Think && !thinkingTemplate(src) {
-		return "", chatparse.Options{}, Errorf(BadRequest, "model %q does not support thinking", req.Model)
-	}
 	if src == "" {
 		text, err := applyChatTemplate(m, msgs)
 		return text, outputOptions(req, "", text), err

@@ -338,12 +338,15 @@ func render(m *engine.Model, req *Request) ([]engine.Token, chatparse.Options, e
 		toks, err := fimPrompt(m, req)
 		return toks, out, err
 	}
+	if req.Think != nil && *req.Think && !req.Raw && !thinkingTemplate(req.Template+m.Meta.ChatTemplate+m.Meta.ChatTemplates["tool_use"]) {
+		return nil, out, Errorf(BadRequest, "model %q does not support thinking", req.Model)
+	}
 	var text string
 	var err error
 	if req.Chat {
 		text, out, err = chatPrompt(m, req)
 	} else {
-		text, err = completionPrompt(m, req)
+		text, out, err = completionPrompt(m, req)
 	}
 	if err != nil {
 		return nil, out, err
@@ -387,14 +390,15 @@ func fimPrompt(m *engine.Model, req *Request) ([]engine.Token, error) {
 	return append(append(toks, sx...), mid), nil
 }
 
-func completionPrompt(m *engine.Model, req *Request) (string, error) {
+func completionPrompt(m *engine.Model, req *Request) (string, chatparse.Options, error) {
+	var none chatparse.Options
 	switch {
 	case req.Raw:
-		return req.Prompt, nil
+		return req.Prompt, none, nil
 	case req.Template != "":
 		text, err := execTemplate(req.Template, map[string]any{"System": req.System, "Prompt": req.Prompt, "Response": ""})
 		if err == nil || !req.modelTemplate {
-			return text, err
+			return text, outputOptions(&Request{}, req.Template, text), err
 		}
 		slog.Warn("the model's TEMPLATE failed; using its chat template", "model", m.Path(), "error", err)
 		fallthrough
@@ -403,12 +407,13 @@ func completionPrompt(m *engine.Model, req *Request) (string, error) {
 		if req.System != "" {
 			msgs = append(msgs, Message{Role: "system", Content: req.System})
 		}
-		text, _, err := modelTemplate(m, req, append(msgs, Message{Role: "user", Content: req.Prompt}))
-		return text, err
+		r := *req
+		r.Tools = nil // generate has no tools
+		return modelTemplate(m, &r, append(msgs, Message{Role: "user", Content: req.Prompt}))
 	case req.System != "":
-		return req.System + "\n\n" + req.Prompt, nil
+		return req.System + "\n\n" + req.Prompt, none, nil
 	}
-	return req.Prompt, nil
+	return req.Prompt, none, nil
 }
 
 func execTemplate(tmpl string, data map[string]any) (string, error) {
