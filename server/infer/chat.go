@@ -25,9 +25,7 @@ func chatPrompt(m *engine.Model, req *Request) (string, chatparse.Options, error
 		msgs = append([]Message{{Role: "system", Content: req.System}}, msgs...)
 	}
 	if req.Template != "" {
-		text, err := execTemplate(req.Template, map[string]any{
-			"Messages": msgs, "System": req.System, "Prompt": lastUser(msgs), "Response": "", "Tools": req.Tools,
-		})
+		text, err := execTemplate(req.Template, goTemplateData(req, msgs))
 		if err == nil || !req.modelTemplate {
 			return text, outputOptions(req, req.Template, text), err
 		}

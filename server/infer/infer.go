@@ -8,13 +8,11 @@
 package infer
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"text/template"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -416,17 +414,6 @@ func completionPrompt(m *engine.Model, req *Request) (string, chatparse.Options,
 	return req.Prompt, none, nil
 }
 
-func execTemplate(tmpl string, data map[string]any) (string, error) {
-	t, err := template.New("prompt").Option("missingkey=zero").Parse(tmpl)
-	if err != nil {
-		return "", Errorf(BadRequest, "invalid template: %v", err)
-	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, data); err != nil {
-		return "", Errorf(BadRequest, "template: %v", err)
-	}
-	return b.String(), nil
-}
 
 // samplerParams maps Ollama's options, a grammar and a logit bias to the
 // engine's sampler.

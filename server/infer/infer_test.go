@@ -180,3 +180,24 @@ func TestJinjaChatPrompt(t *testing.T) {
 		t.Fatalf("tool_use variant: %q %v", text, err)
 	}
 }
+
+// Ollama-syntax templates see Ollama's data: tools and tool calls with
+// .Function fields that print as JSON, and the json function.
+func TestGoTemplateTools(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bigram.gguf")
+	if err := testmodels.WriteBigram(path); err != nil {
+		t.Fatal(err)
+	}
+	m := load(t, path)
+	tmpl := `{{- range .Messages }}<{{ .Role }}>{{ .Content }}{{ range .ToolCalls }}{"name": "{{ .Function.Name }}", "parameters": {{ .Function.Arguments }}}{{ end }}{{ end }}` +
+		`{{ if .Tools }}|{{ range .Tools }}{{ .Function.Name }}={{ json .Function.Parameters }};{{ json . }}{{ end }}{{ end }}`
+	req := &Request{Chat: true, Template: tmpl,
+		Tools: []json.RawMessage{json.RawMessage(`{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}`)},
+		Messages: []Message{{Role: "user", Content: "Hi"}, {Role: "assistant", ToolCalls: []ToolCall{{Name: "f", Arguments: json.RawMessage(`{"b":1,"a":2}`)}}}},
+	}
+	text, _, err := chatPrompt(m, req)
+	want := `<user>Hi<assistant>{"name": "f", "parameters": {"b":1,"a":2}}|f={"type":"object"};{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}`
+	if err != nil || text != want {
+		t.Fatalf("%q (%v)\nwant %q", text, err, want)
+	}
+}
