@@ -414,7 +414,6 @@ func completionPrompt(m *engine.Model, req *Request) (string, chatparse.Options,
 	return req.Prompt, none, nil
 }
 
-
 // samplerParams maps Ollama's options, a grammar and a logit bias to the
 // engine's sampler.
 func samplerParams(o api.Options, grammar string, bias map[engine.Token]float32) engine.SamplerParams {

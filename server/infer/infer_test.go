@@ -192,7 +192,7 @@ func TestGoTemplateTools(t *testing.T) {
 	tmpl := `{{- range .Messages }}<{{ .Role }}>{{ .Content }}{{ range .ToolCalls }}{"name": "{{ .Function.Name }}", "parameters": {{ .Function.Arguments }}}{{ end }}{{ end }}` +
 		`{{ if .Tools }}|{{ range .Tools }}{{ .Function.Name }}={{ json .Function.Parameters }};{{ json . }}{{ end }}{{ end }}`
 	req := &Request{Chat: true, Template: tmpl,
-		Tools: []json.RawMessage{json.RawMessage(`{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}`)},
+		Tools:    []json.RawMessage{json.RawMessage(`{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}`)},
 		Messages: []Message{{Role: "user", Content: "Hi"}, {Role: "assistant", ToolCalls: []ToolCall{{Name: "f", Arguments: json.RawMessage(`{"b":1,"a":2}`)}}}},
 	}
 	text, _, err := chatPrompt(m, req)
