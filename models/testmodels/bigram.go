@@ -124,24 +124,9 @@ func Bigram() ([]gguf.KV, []gguf.Tensor) {
 	v, next := bigramVocab()
 	nVocab := len(v.tokens)
 	nEmbd := (nVocab + 63) / 64 * 64 // >= nVocab, so one-hot embeddings fit
-	headDim := nEmbd / bigramHeads
 
-	kvs := []gguf.KV{
-		{Key: "general.architecture", Value: "llama"},
-		{Key: "general.name", Value: BigramName},
-		{Key: "general.description", Value: "Deterministic bigram model for tests: greedy output depends only on the last token."},
-		{Key: "general.file_type", Value: uint32(gguf.FileTypeF32)},
-		{Key: "llama.vocab_size", Value: uint32(nVocab)},
-		{Key: "llama.context_length", Value: uint32(BigramContextLength)},
-		{Key: "llama.embedding_length", Value: uint32(nEmbd)},
-		{Key: "llama.block_count", Value: uint32(1)},
-		{Key: "llama.feed_forward_length", Value: uint32(bigramFF)},
-		{Key: "llama.attention.head_count", Value: uint32(bigramHeads)},
-		{Key: "llama.attention.head_count_kv", Value: uint32(bigramHeads)},
-		{Key: "llama.rope.dimension_count", Value: uint32(headDim)},
-		{Key: "llama.rope.freq_base", Value: float32(10000)},
-		{Key: "llama.attention.layer_norm_rms_epsilon", Value: float32(1e-5)},
-	}
+	kvs := oneBlockKVs(BigramName, "Deterministic bigram model for tests: greedy output depends only on the last token.",
+		nVocab, BigramContextLength, nEmbd, 10000)
 	kvs = append(kvs, v.kvs()...)
 
 	e := uint64(nEmbd)
@@ -184,6 +169,27 @@ func Bigram() ([]gguf.KV, []gguf.Tensor) {
 		{Name: "output.weight", Dims: []uint64{e, uint64(nVocab)}, Type: gguf.F32, Data: encodeF32(out, gguf.F32)},
 	}
 	return kvs, tensors
+}
+
+// oneBlockKVs is the llama metadata of a one-block F32 model with
+// bigramHeads heads of nEmbd/bigramHeads dimensions, all rotary.
+func oneBlockKVs(name, desc string, nVocab, ctxLen, nEmbd int, ropeBase float32) []gguf.KV {
+	return []gguf.KV{
+		{Key: "general.architecture", Value: "llama"},
+		{Key: "general.name", Value: name},
+		{Key: "general.description", Value: desc},
+		{Key: "general.file_type", Value: uint32(gguf.FileTypeF32)},
+		{Key: "llama.vocab_size", Value: uint32(nVocab)},
+		{Key: "llama.context_length", Value: uint32(ctxLen)},
+		{Key: "llama.embedding_length", Value: uint32(nEmbd)},
+		{Key: "llama.block_count", Value: uint32(1)},
+		{Key: "llama.feed_forward_length", Value: uint32(bigramFF)},
+		{Key: "llama.attention.head_count", Value: uint32(bigramHeads)},
+		{Key: "llama.attention.head_count_kv", Value: uint32(bigramHeads)},
+		{Key: "llama.rope.dimension_count", Value: uint32(nEmbd / bigramHeads)},
+		{Key: "llama.rope.freq_base", Value: ropeBase},
+		{Key: "llama.attention.layer_norm_rms_epsilon", Value: float32(1e-5)},
+	}
 }
 
 // WriteBigram writes the bigram model to path.

@@ -99,27 +99,12 @@ func Script() ([]gguf.KV, []gguf.Tensor) {
 	}
 	nVocab := len(v.tokens)
 	nEmbd := (nVocab + 2 + 63) / 64 * 64 // one-hot tokens plus two features
-	const heads = 4
-	headDim := nEmbd / heads
+	headDim := nEmbd / bigramHeads
 	featResponse, featThinkOff := nVocab, nVocab+1
 	s := float32(math.Sqrt(float64(nEmbd))) // RMS norm of a one-hot vector
 
-	kvs := []gguf.KV{
-		{Key: "general.architecture", Value: "llama"},
-		{Key: "general.name", Value: ScriptName},
-		{Key: "general.description", Value: "Deterministic scripted model for tests: thinks, calls get_weather, then answers from the tool result."},
-		{Key: "general.file_type", Value: uint32(gguf.FileTypeF32)},
-		{Key: "llama.vocab_size", Value: uint32(nVocab)},
-		{Key: "llama.context_length", Value: uint32(ScriptContextLength)},
-		{Key: "llama.embedding_length", Value: uint32(nEmbd)},
-		{Key: "llama.block_count", Value: uint32(1)},
-		{Key: "llama.feed_forward_length", Value: uint32(bigramFF)},
-		{Key: "llama.attention.head_count", Value: uint32(heads)},
-		{Key: "llama.attention.head_count_kv", Value: uint32(heads)},
-		{Key: "llama.rope.dimension_count", Value: uint32(headDim)},
-		{Key: "llama.rope.freq_base", Value: float32(1e6)},
-		{Key: "llama.attention.layer_norm_rms_epsilon", Value: float32(1e-5)},
-	}
+	kvs := oneBlockKVs(ScriptName, "Deterministic scripted model for tests: thinks, calls get_weather, then answers from the tool result.",
+		nVocab, ScriptContextLength, nEmbd, 1e6)
 	for _, kv := range v.kvs() {
 		if kv.Key == "tokenizer.chat_template" {
 			kv.Value = Qwen3Template

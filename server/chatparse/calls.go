@@ -124,16 +124,17 @@ func (p *Parser) call(name string, args json.RawMessage) (ToolCall, error) {
 	if !p.tools[name] {
 		return ToolCall{}, fmt.Errorf("a call of %q, which is not among the request's tools", name)
 	}
-	a, err := objectArguments(args)
+	a, err := ObjectArguments(args)
 	if err != nil {
 		return ToolCall{}, fmt.Errorf("call of %q: %v", name, err)
 	}
 	return ToolCall{Name: name, Arguments: a}, nil
 }
 
-// objectArguments compacts arguments that are a JSON object, or a JSON
-// string holding one; absent arguments are {}.
-func objectArguments(raw json.RawMessage) (json.RawMessage, error) {
+// ObjectArguments compacts call arguments that are a JSON object, or a
+// JSON string holding one (as OpenAI writes them); absent arguments are
+// {}. Anything else is an error.
+func ObjectArguments(raw json.RawMessage) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return json.RawMessage("{}"), nil

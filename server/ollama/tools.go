@@ -64,8 +64,8 @@ func tools(ts []api.Tool) ([]json.RawMessage, error) {
 func message(i int, m api.Message) (infer.Message, error) {
 	msg := infer.Message{Role: m.Role, Content: m.Content, Thinking: m.Thinking, ToolCallID: m.ToolCallID, ToolName: m.ToolName}
 	for j, tc := range m.ToolCalls {
-		args, ok := objectArguments(tc.Function.Arguments)
-		if !ok {
+		args, err := chatparse.ObjectArguments(tc.Function.Arguments)
+		if err != nil {
 			return msg, errorf(http.StatusBadRequest, "messages[%d].tool_calls[%d].function.arguments must be a JSON object", i, j)
 		}
 		msg.ToolCalls = append(msg.ToolCalls, infer.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
@@ -73,25 +73,6 @@ func message(i int, m api.Message) (infer.Message, error) {
 	return msg, nil
 }
 
-// objectArguments accepts a JSON object, or a JSON string holding one
-// (as OpenAI writes arguments); absent arguments are {}.
-func objectArguments(raw json.RawMessage) (json.RawMessage, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return json.RawMessage("{}"), true
-	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return nil, false
-		}
-		raw = bytes.TrimSpace([]byte(s))
-	}
-	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
-		return nil, false
-	}
-	return raw, true
-}
 
 // apiToolCalls converts parsed calls into Ollama's shape.
 func apiToolCalls(calls []chatparse.ToolCall) []api.ToolCall {
