@@ -73,7 +73,6 @@ func message(i int, m api.Message) (infer.Message, error) {
 	return msg, nil
 }
 
-
 // apiToolCalls converts parsed calls into Ollama's shape.
 func apiToolCalls(calls []chatparse.ToolCall) []api.ToolCall {
 	var out []api.ToolCall
