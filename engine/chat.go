@@ -27,6 +27,14 @@ func (m *Model) ApplyChatTemplate(tmpl string, msgs []ChatMessage, addAssistant 
 	if tmpl == "" {
 		tmpl = m.Meta.ChatTemplate
 	}
+	return FormatChat(tmpl, msgs, addAssistant)
+}
+
+// FormatChat formats messages with llama.cpp's built-in formatter for
+// tmpl, which it recognises by shape (a Jinja template string) or by name
+// ("chatml", "llama3", …); an empty tmpl is ChatML. It needs no model.
+// If addAssistant, the text ends with the opening of an assistant turn.
+func FormatChat(tmpl string, msgs []ChatMessage, addAssistant bool) (string, error) {
 	if tmpl == "" {
 		tmpl = ChatMLTemplate
 	}

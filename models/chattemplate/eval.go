@@ -19,7 +19,7 @@ type limits struct {
 var defaultLimits = limits{
 	maxOutput: 16 << 20,
 	maxAlloc:  256 << 20,
-	maxSteps:  5_000_000,
+	maxSteps:  2_000_000,
 	maxDepth:  100,
 }
 
@@ -77,6 +77,14 @@ func (e *evaluator) charge(n int) error {
 		return fmt.Errorf("%w: more than %d bytes built", ErrLimit, e.lim.maxAlloc)
 	}
 	return nil
+}
+
+// chargeN charges n items of size bytes each, without overflowing.
+func (e *evaluator) chargeN(n int64, size int) error {
+	if size > 0 && n > int64(e.lim.maxAlloc-e.alloc)/int64(size) {
+		return fmt.Errorf("%w: more than %d bytes built", ErrLimit, e.lim.maxAlloc)
+	}
+	return e.charge(int(n) * size)
 }
 
 // chargeValue charges a value a filter, method or operator built.

@@ -338,56 +338,6 @@ func pySlice(n int, idx [3]*int64) []int {
 	return out
 }
 
-func compareOp(op string, l, r any) (bool, error) {
-	switch op {
-	case "==":
-		return equal(l, r), nil
-	case "!=":
-		return !equal(l, r), nil
-	case "in", "notin":
-		ok, err := contains(r, l)
-		return ok == (op == "in"), err
-	}
-	c, err := compare(l, r)
-	if err != nil {
-		return false, err
-	}
-	switch op {
-	case "<":
-		return c < 0, nil
-	case "<=":
-		return c <= 0, nil
-	case ">":
-		return c > 0, nil
-	}
-	return c >= 0, nil
-}
-
-// contains is Python's `item in container`.
-func contains(container, item any) (bool, error) {
-	switch c := container.(type) {
-	case string:
-		s, ok := item.(string)
-		if !ok {
-			return false, fmt.Errorf("'in <string>' requires string as left operand, not %s", typeName(item))
-		}
-		return strings.Contains(c, s), nil
-	case *list:
-		for _, it := range c.items {
-			if equal(it, item) {
-				return true, nil
-			}
-		}
-		return false, nil
-	case *dict:
-		_, ok := c.get(item)
-		return ok, nil
-	case undefined:
-		return false, nil
-	}
-	return false, fmt.Errorf("argument of type '%s' is not iterable", typeName(container))
-}
-
 func (e *evaluator) binary(op string, l, r any) (any, error) {
 	if op == "~" {
 		return toStr(l) + toStr(r), nil
@@ -426,12 +376,12 @@ func (e *evaluator) binary(op string, l, r any) (any, error) {
 			count = max(count, 0)
 			switch s := seq.(type) {
 			case string:
-				if err := e.charge(int(min(count, int64(e.lim.maxAlloc))) * len(s)); err != nil {
+				if err := e.chargeN(count, len(s)); err != nil {
 					return nil, err
 				}
 				return strings.Repeat(s, int(count)), nil
 			case *list:
-				if err := e.charge(int(min(count, int64(e.lim.maxAlloc))) * 16 * len(s.items)); err != nil {
+				if err := e.chargeN(count, 16*len(s.items)); err != nil {
 					return nil, err
 				}
 				out := make([]any, 0, int(count)*len(s.items))
@@ -513,78 +463,6 @@ func arith(op string, l, r any) (any, error) {
 		return math.Pow(a, b), nil
 	}
 	return nil, fmt.Errorf("unsupported operator %s", op)
-}
-
-// getAttr is jinja2's obj.name: an attribute (a method) first, then an
-// item.
-func getAttr(obj any, name string) (any, error) {
-	switch o := obj.(type) {
-	case undefined:
-		return nil, o.err()
-	case *dict:
-		if !o.namespace {
-			if m := dictMethod(o, name); m != nil {
-				return m, nil
-			}
-		}
-		if v, ok := o.get(name); ok {
-			return v, nil
-		}
-		return undefined{hint: fmt.Sprintf("'dict object' has no attribute '%s'", name)}, nil
-	case string:
-		if m := strMethod(o, name); m != nil {
-			return m, nil
-		}
-	case *list:
-		if m := listMethod(o, name); m != nil {
-			return m, nil
-		}
-	case *loopInfo:
-		return o.attr(name), nil
-	}
-	return undefined{hint: fmt.Sprintf("'%s object' has no attribute '%s'", typeName(obj), name)}, nil
-}
-
-// getItem is jinja2's obj[key]: an item first, then an attribute.
-func getItem(obj, key any) (any, error) {
-	switch o := obj.(type) {
-	case undefined:
-		return nil, o.err()
-	case *dict:
-		if v, ok := o.get(key); ok {
-			return v, nil
-		}
-	case *list, string:
-		if i, ok := asInt(key); ok {
-			var n int
-			if l, ok := o.(*list); ok {
-				n = len(l.items)
-			} else {
-				n = len([]rune(o.(string)))
-			}
-			if i < 0 {
-				i += int64(n)
-			}
-			if i >= 0 && i < int64(n) {
-				if l, ok := o.(*list); ok {
-					return l.items[i], nil
-				}
-				return string([]rune(o.(string))[i]), nil
-			}
-			return undefined{hint: fmt.Sprintf("%s object has no element %d", typeName(obj), i)}, nil
-		}
-	}
-	if name, ok := key.(string); ok {
-		if _, isDict := obj.(*dict); !isDict {
-			return getAttr(obj, name)
-		}
-		if v, err := getAttr(obj, name); err == nil {
-			if _, isUndef := v.(undefined); !isUndef {
-				return v, nil
-			}
-		}
-	}
-	return undefined{hint: fmt.Sprintf("'%s object' has no attribute %s", typeName(obj), repr(key))}, nil
 }
 
 // isMarkup reports whether x yields jinja2's Markup: an escape or safe

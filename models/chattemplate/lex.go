@@ -59,11 +59,11 @@ func lex(src string) ([]token, error) {
 }
 
 type lexer struct {
-	src       string
-	pos       int
-	line      int
-	toks      []token
-	lineStart bool // the text being read starts a line
+	src        string
+	pos        int
+	line       int
+	toks       []token
+	lineStart  bool // the text being read starts a line
 	lstripNext bool // a "-" ended the last tag: strip the next text's leading whitespace
 	trimNL     bool // a block tag ended the last tag: drop one newline
 }
