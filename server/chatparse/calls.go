@@ -159,6 +159,8 @@ func ObjectArguments(raw json.RawMessage) (json.RawMessage, error) {
 // parseBlock parses the text between a block marker and its close.
 func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 	switch m.open {
+	case deepSeekCallsBegin:
+		return p.deepSeek(body)
 	case "<function=":
 		name, args, ok := strings.Cut(body, ">")
 		if !ok {
@@ -171,6 +173,42 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 		return []ToolCall{c}, nil
 	}
 	return p.callsFromJSON(body, false)
+}
+
+// deepSeek reads DeepSeek's calls: each between <｜tool▁call▁begin｜> and
+// <｜tool▁call▁end｜>, "function<｜tool▁sep｜>name\n```json\n{…}\n```"
+// (R1) or "name<｜tool▁sep｜>{…}" (V3.1).
+func (p *Parser) deepSeek(body string) ([]ToolCall, error) {
+	var calls []ToolCall
+	for _, part := range strings.Split(body, deepSeekCallBegin) {
+		part = strings.TrimSpace(strings.TrimSpace(part))
+		if part == "" {
+			continue
+		}
+		part, ok := strings.CutSuffix(part, deepSeekCallEnd)
+		if !ok {
+			return nil, fmt.Errorf("a DeepSeek call without its end")
+		}
+		name, args, ok := strings.Cut(part, deepSeekSep)
+		if !ok {
+			return nil, fmt.Errorf("a DeepSeek call without a separator")
+		}
+		if name == "function" {
+			name, args, _ = strings.Cut(args, "\n")
+			args = strings.TrimSpace(args)
+			args = strings.TrimPrefix(args, "```json")
+			args = strings.TrimSuffix(strings.TrimSpace(args), "```")
+		}
+		c, err := p.call(name, json.RawMessage(args))
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, c)
+	}
+	if len(calls) == 0 {
+		return nil, fmt.Errorf("no call between the DeepSeek markers")
+	}
+	return calls, nil
 }
 
 // parseRest parses the output from an open-ended marker to the end

@@ -26,11 +26,18 @@ const (
 	FunctionTag
 	// CommandR: <|START_ACTION|>[{"tool_name": …, "parameters": …}]<|END_ACTION|>.
 	CommandR
+	// Granite: <|tool_call|>[{"name": …, "arguments": …}] (IBM granite 3).
+	Granite
+	// DeepSeek: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>…<｜tool▁sep｜>…
+	// <｜tool▁call▁end｜><｜tool▁calls▁end｜> (R1: "function", the name and
+	// a ```json block; V3.1: the name and the arguments).
+	DeepSeek
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
+	Granite: "granite", DeepSeek: "deepseek",
 }
 
 func (f Format) String() string {
@@ -45,6 +52,10 @@ func (f Format) String() string {
 func DetectFormat(template string) Format {
 	has := func(s string) bool { return strings.Contains(template, s) }
 	switch {
+	case has(deepSeekCallsBegin):
+		return DeepSeek
+	case has("<|tool_call|>"):
+		return Granite
 	case has("<|START_ACTION|>"):
 		return CommandR
 	case has("[TOOL_CALLS]"):
@@ -60,6 +71,15 @@ func DetectFormat(template string) Format {
 	}
 	return Generic
 }
+
+// DeepSeek's tool-call markup.
+const (
+	deepSeekCallsBegin = "<｜tool▁calls▁begin｜>"
+	deepSeekCallsEnd   = "<｜tool▁calls▁end｜>"
+	deepSeekCallBegin  = "<｜tool▁call▁begin｜>"
+	deepSeekCallEnd    = "<｜tool▁call▁end｜>"
+	deepSeekSep        = "<｜tool▁sep｜>"
+)
 
 // thinkingTags are the open/close pairs of thinking blocks.
 var thinkingTags = [][2]string{
@@ -90,6 +110,10 @@ func markers(f Format) []callMarker {
 		return []callMarker{{"<function=", "</function>"}}
 	case CommandR:
 		return []callMarker{{"<|START_ACTION|>", "<|END_ACTION|>"}}
+	case Granite:
+		return []callMarker{{"<|tool_call|>", ""}}
+	case DeepSeek:
+		return []callMarker{{deepSeekCallsBegin, deepSeekCallsEnd}}
 	}
 	return nil
 }
@@ -99,5 +123,5 @@ func markers(f Format) []callMarker {
 // JSON; so does a forced call's grammar for them). Hermes and Command-R
 // models mark their calls, and their answers may well be JSON.
 func jsonAnswers(f Format) bool {
-	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag
+	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek
 }

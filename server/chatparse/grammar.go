@@ -16,7 +16,9 @@ type Tool struct {
 }
 
 // Grammar is a GBNF grammar (root rule "root") whose every output is one
-// call, in o.Format's syntax, of one of tools (only that one when only is
+// call, in o.Format's syntax (a bare call object for the formats that
+// name the function outside JSON: functionary, function tags, DeepSeek;
+// the parser takes those too), of one of tools (only that one when only is
 // set) with arguments valid against its parameters schema: for OpenAI's
 // tool_choice "required" or a named function. A thinking model may think
 // first. Parameters the grammar converter cannot hold the output to (see
@@ -106,6 +108,8 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 		prefix, suffix = "[TOOL_CALLS][", "]"
 	case CommandR:
 		prefix, suffix = "<|START_ACTION|>[", "]<|END_ACTION|>"
+	case Granite:
+		prefix, suffix = "<|tool_call|>[", "]"
 	}
 	g, err := grammar.FromSchemaBetween(s, prefix, suffix)
 	if err != nil {

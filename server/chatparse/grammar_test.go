@@ -37,3 +37,33 @@ func TestGrammar(t *testing.T) {
 		t.Fatalf("unsupported keyword: %v", err)
 	}
 }
+
+// What each format's grammar writes, the parser reads as a call.
+func TestGrammarOutputParses(t *testing.T) {
+	for f := Generic; f <= DeepSeek; f++ {
+		g, err := Grammar(Options{Format: f}, []Tool{{Name: "get_time"}}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(g, "\n")
+		var prefix, suffix string
+		if i := strings.Index(first, `"`); i >= 0 && strings.HasPrefix(first[i:], `"`) && !strings.HasPrefix(first, "root ::= root") {
+			parts := strings.Split(first, `"`)
+			prefix, suffix = unquote(parts[1]), unquote(parts[len(parts)-2])
+		}
+		key, args := "name", "arguments"
+		switch f {
+		case Llama3:
+			args = "parameters"
+		case CommandR:
+			key, args = "tool_name", "parameters"
+		}
+		out := prefix + `{"` + key + `": "get_time", "` + args + `": {}}` + suffix
+		d, w := Parse(Options{Format: f, Tools: []string{"get_time"}}, out)
+		if len(d.ToolCalls) != 1 || d.ToolCalls[0].Name != "get_time" || d.Content != "" {
+			t.Errorf("%v: %q parsed as %+v %v", f, out, d, w)
+		}
+	}
+}
+
+func unquote(s string) string { return strings.ReplaceAll(s, `\n`, "\n") }

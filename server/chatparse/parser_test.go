@@ -3,6 +3,8 @@ package chatparse
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -69,6 +71,14 @@ var parseCases = []parseCase{
 	{name: "command-r7b", o: Options{Format: CommandR, Tools: weather},
 		text:  `<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Kyiv"}}]<|END_ACTION|>`,
 		calls: []call{{"get_weather", `{"city":"Kyiv"}`}}},
+	{name: "granite", o: Options{Format: Granite, Tools: weather},
+		text: `<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Oslo"}}]`, calls: []call{{"get_weather", `{"city":"Oslo"}`}}},
+	{name: "deepseek r1", o: Options{Format: DeepSeek, Tools: weather, Thinking: true},
+		text:     "<think>ok</think>\n\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Oslo\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+		thinking: "ok", calls: []call{{"get_weather", `{"city":"Oslo"}`}}},
+	{name: "deepseek v3.1", o: Options{Format: DeepSeek, Tools: weather},
+		text:    "Sure<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Oslo\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+		content: "Sure", calls: []call{{"get_time", `{}`}, {"get_weather", `{"city":"Oslo"}`}}},
 	{name: "generic: tool_calls wrapper", o: Options{Format: Generic, Tools: weather},
 		text: `{"tool_calls": [{"name": "get_time", "arguments": {}}]}`, calls: []call{{"get_time", `{}`}}},
 	{name: "generic: JSON answer without arguments is content", o: Options{Format: Generic, Tools: weather},
@@ -154,6 +164,23 @@ func TestStreaming(t *testing.T) {
 	}
 }
 
+// The real templates of model families pick their formats.
+func TestDetectFormatRealTemplates(t *testing.T) {
+	for file, want := range map[string]Format{
+		"llama3.1": Llama3, "llama3.2": Llama3, "llama3.3": Llama3, "qwen2.5": Hermes, "qwen3": Hermes,
+		"mistral-nemo": Mistral, "command-r7b": CommandR, "granite3.3": Granite,
+		"deepseek-r1-distill-qwen": DeepSeek, "deepseek-v3.1": DeepSeek, "gemma2": Generic, "phi3.5": Generic,
+	} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "models", "chattemplate", "testdata", "templates", file+".jinja"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := DetectFormat(string(b)); got != want {
+			t.Errorf("%s: %v, want %v", file, got, want)
+		}
+	}
+}
+
 func TestDetectFormat(t *testing.T) {
 	for tmpl, want := range map[string]Format{
 		"{{ '<tool_call>' }}":                         Hermes,
@@ -188,7 +215,7 @@ func FuzzParser(f *testing.F) {
 		f.Add(c.text, uint8(c.o.Format), uint16(len(c.text)/2), c.o.Thinking)
 	}
 	f.Fuzz(func(t *testing.T, text string, format uint8, cut uint16, thinking bool) {
-		o := Options{Format: Format(format % 7), Tools: weather, Thinking: thinking}
+		o := Options{Format: Format(format % 9), Tools: weather, Thinking: thinking}
 		whole, _ := Parse(o, text)
 		i := int(cut) % (len(text) + 1)
 		parts, _ := streamed(o, []string{text[:i], text[i:]})
