@@ -70,6 +70,9 @@ func startServer(t *testing.T) *testServer {
 	if err := testmodels.WriteBigram(filepath.Join(dir, "bigram.gguf")); err != nil {
 		t.Fatal(err)
 	}
+	if err := testmodels.WriteScript(filepath.Join(dir, "script.gguf")); err != nil {
+		t.Fatal(err)
+	}
 	srv := server.New(server.Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, Threads: 1}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -39,12 +39,23 @@ var runCmd = &command{
 		noWrap := fs.Bool("nowordwrap", false, "don't wrap words at the terminal's width")
 		params := fs.StringArrayP("parameter", "p", nil, "set a model parameter, NAME=VALUE (repeatable), as /set parameter does")
 		insecure := fs.Bool("insecure", false, "use plain HTTP if the model must be pulled")
+		think := fs.String("think", "", `thinking models: "true", "false", or a level ("high", "medium", "low"); default the model's`)
+		hideThinking := fs.Bool("hidethinking", false, "don't print a thinking model's thinking")
 		return func(ctx context.Context, args []string) error {
 			c, err := newClient()
 			if err != nil {
 				return err
 			}
-			s := &session{c: c, model: args[0], opts: map[string]any{}, verbose: *verbose, out: os.Stdout}
+			s := &session{c: c, model: args[0], opts: map[string]any{}, verbose: *verbose, out: os.Stdout, hideThinking: *hideThinking}
+			switch *think {
+			case "":
+			case "true", "false":
+				s.think = json.RawMessage(*think)
+			case "high", "medium", "low":
+				s.think = json.RawMessage(strconv.Quote(*think))
+			default:
+				return fmt.Errorf("--think %q: want true, false, high, medium or low", *think)
+			}
 			if *format != "" {
 				s.format = formatJSON(*format)
 			}
@@ -111,6 +122,10 @@ type session struct {
 	verbose   bool
 	wrap      bool
 	out       *os.File
+	// think is the request's think (nil: the model's default);
+	// hideThinking keeps thinking off the screen.
+	think        json.RawMessage
+	hideThinking bool
 }
 
 // load loads the model (a chat request without messages), pulling it
@@ -158,7 +173,7 @@ func (s *session) ask(ctx context.Context, prompt string) error {
 	}
 	msgs = append(msgs, s.messages...)
 	msgs = append(msgs, api.Message{Role: "user", Content: prompt})
-	req := &api.ChatRequest{Model: s.model, Messages: msgs, Format: s.format, KeepAlive: s.keepAlive, Options: s.opts}
+	req := &api.ChatRequest{Model: s.model, Messages: msgs, Format: s.format, KeepAlive: s.keepAlive, Options: s.opts, Think: s.think}
 
 	var w textWriter = plainWriter{s.out}
 	if s.wrap {
@@ -168,9 +183,23 @@ func (s *session) ask(ctx context.Context, prompt string) error {
 	defer stopSpin()
 	var answer strings.Builder
 	var last api.ChatResponse
+	thinking := false
 	err := s.c.Chat(ctx, req, func(r api.ChatResponse) error {
+		// Thinking is shown as Ollama's CLI shows it, before the answer.
+		if r.Message.Thinking != "" && !s.hideThinking {
+			stopSpin()
+			if !thinking {
+				w.WriteString("Thinking...\n")
+				thinking = true
+			}
+			w.WriteString(r.Message.Thinking)
+		}
 		if r.Message.Content != "" {
 			stopSpin()
+			if thinking {
+				w.WriteString("\n...done thinking.\n\n")
+				thinking = false
+			}
 			answer.WriteString(r.Message.Content)
 			w.WriteString(r.Message.Content)
 		}
@@ -178,6 +207,9 @@ func (s *session) ask(ctx context.Context, prompt string) error {
 		return nil
 	})
 	stopSpin()
+	if thinking {
+		w.WriteString("\n...done thinking.\n")
+	}
 	w.Flush()
 	if answer.Len() > 0 && !strings.HasSuffix(answer.String(), "\n") {
 		fmt.Fprintln(s.out)
