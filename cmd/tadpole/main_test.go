@@ -50,8 +50,8 @@ func TestMain(m *testing.M) {
 }
 
 // testServer is a Tadpole server on a loopback port, serving a models
-// directory with the demo model as "stories" and the scripted bigram
-// chat model as "bigram".
+// directory with the demo model as "stories", the bigram chat model as
+// "bigram" and the scripted tool-calling, thinking model as "script".
 type testServer struct {
 	host string // for TADPOLE_HOST
 	dir  string // the models directory
