@@ -1,8 +1,11 @@
 // Package infer is the one generation path behind every API dialect: it
 // resolves a model name in the store, gets a loaded instance from the
-// scheduler, renders the prompt (raw, a Go template, the model's chat
-// template or ChatML), tokenizes it and queues it on the instance's
-// runner. Dialects decode their wire format into a Request and encode the
+// scheduler, renders the prompt (raw, an Ollama Go template, the model's
+// Jinja chat template through models/chattemplate, llama.cpp's built-in
+// templates or ChatML), tokenizes it and queues it on the instance's
+// runner, and tells the dialect how to split a chat's output
+// (server/chatparse: content, thinking, tool calls) and, for forced tool
+// calls, constrains it with a grammar. Dialects decode their wire format into a Request and encode the
 // Result's events back; they never touch the engine or the runner's
 // request type themselves.
 package infer
