@@ -187,7 +187,7 @@ func TestCreateCopyRemove(t *testing.T) {
 		t.Errorf("rm: %s", r)
 	}
 	_, rows = tableRows(t, ts.mustRun(t, "list").stdout)
-	if len(rows) != 2 {
+	if len(rows) != 3 {
 		t.Errorf("after rm: %v", rows)
 	}
 	if r := ts.run(t, "", "rm", "mine"); r.code != 1 || !strings.Contains(r.stderr, "not found") {
