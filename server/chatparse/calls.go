@@ -224,6 +224,14 @@ func (p *Parser) parseRest(m callMarker, text string) ([]ToolCall, string, error
 	case m.open == "[TOOL_CALLS]":
 		calls, err := p.mistral(strings.TrimPrefix(text, m.open))
 		return calls, "", err
+	case m.open == "Action:":
+		body := strings.TrimSpace(strings.TrimPrefix(text, m.open))
+		body, fenced := strings.CutPrefix(body, "```json")
+		if fenced {
+			body = strings.TrimSuffix(strings.TrimSpace(body), "```")
+		}
+		calls, err := p.callsFromJSON(body, false)
+		return calls, "", err
 	}
 	calls, err := p.callsFromJSON(strings.TrimPrefix(text, m.open), false)
 	return calls, "", err

@@ -26,6 +26,9 @@ const (
 	FunctionTag
 	// CommandR: <|START_ACTION|>[{"tool_name": …, "parameters": …}]<|END_ACTION|>.
 	CommandR
+	// CommandRPlus: Action: ```json [{"tool_name": …, "parameters": …}] ```
+	// (Command-R/R+'s tool_use template), to the end of the output.
+	CommandRPlus
 	// Granite: <|tool_call|>[{"name": …, "arguments": …}] (IBM granite 3).
 	Granite
 	// DeepSeek: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>…<｜tool▁sep｜>…
@@ -37,7 +40,7 @@ const (
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus",
 }
 
 func (f Format) String() string {
@@ -58,6 +61,8 @@ func DetectFormat(template string) Format {
 		return Granite
 	case has("<|START_ACTION|>"):
 		return CommandR
+	case has("Action:") && has("```json") && has("tool_name"):
+		return CommandRPlus
 	case has("[TOOL_CALLS]"):
 		return Mistral
 	case has(">>>all"):
@@ -112,6 +117,8 @@ func markers(f Format) []callMarker {
 		return []callMarker{{"<|START_ACTION|>", "<|END_ACTION|>"}}
 	case Granite:
 		return []callMarker{{"<|tool_call|>", ""}}
+	case CommandRPlus:
+		return []callMarker{{"Action:", ""}}
 	case DeepSeek:
 		return []callMarker{{deepSeekCallsBegin, deepSeekCallsEnd}}
 	}

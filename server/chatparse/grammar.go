@@ -28,7 +28,7 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 	switch o.Format {
 	case Llama3:
 		argsKey = "parameters"
-	case CommandR:
+	case CommandR, CommandRPlus:
 		nameKey, argsKey = "tool_name", "parameters"
 	}
 	var branches []json.RawMessage
@@ -110,6 +110,8 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 		prefix, suffix = "<|START_ACTION|>[", "]<|END_ACTION|>"
 	case Granite:
 		prefix, suffix = "<|tool_call|>[", "]"
+	case CommandRPlus:
+		prefix, suffix = "Action: ```json\n[", "]\n```"
 	}
 	g, err := grammar.FromSchemaBetween(s, prefix, suffix)
 	if err != nil {

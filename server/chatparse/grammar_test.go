@@ -40,7 +40,7 @@ func TestGrammar(t *testing.T) {
 
 // What each format's grammar writes, the parser reads as a call.
 func TestGrammarOutputParses(t *testing.T) {
-	for f := Generic; f <= DeepSeek; f++ {
+	for f := Generic; f <= DeepSeek; f++ { // every format
 		g, err := Grammar(Options{Format: f}, []Tool{{Name: "get_time"}}, "")
 		if err != nil {
 			t.Fatal(err)
@@ -55,7 +55,7 @@ func TestGrammarOutputParses(t *testing.T) {
 		switch f {
 		case Llama3:
 			args = "parameters"
-		case CommandR:
+		case CommandR, CommandRPlus:
 			key, args = "tool_name", "parameters"
 		}
 		out := prefix + `{"` + key + `": "get_time", "` + args + `": {}}` + suffix

@@ -71,6 +71,11 @@ var parseCases = []parseCase{
 	{name: "command-r7b", o: Options{Format: CommandR, Tools: weather},
 		text:  `<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Kyiv"}}]<|END_ACTION|>`,
 		calls: []call{{"get_weather", `{"city":"Kyiv"}`}}},
+	{name: "command-r-plus", o: Options{Format: CommandRPlus, Tools: weather},
+		text:    "I will look it up.\nAction: ```json\n[\n    {\n        \"tool_name\": \"get_weather\",\n        \"parameters\": {\"city\": \"Oslo\"}\n    }\n]\n```",
+		content: "I will look it up.", calls: []call{{"get_weather", `{"city":"Oslo"}`}}},
+	{name: "command-r-plus: Action in prose", o: Options{Format: CommandRPlus, Tools: weather},
+		text: "Action: none needed.", content: "Action: none needed.", warn: true},
 	{name: "granite", o: Options{Format: Granite, Tools: weather},
 		text: `<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Oslo"}}]`, calls: []call{{"get_weather", `{"city":"Oslo"}`}}},
 	{name: "deepseek r1", o: Options{Format: DeepSeek, Tools: weather, Thinking: true},
@@ -168,7 +173,7 @@ func TestStreaming(t *testing.T) {
 func TestDetectFormatRealTemplates(t *testing.T) {
 	for file, want := range map[string]Format{
 		"llama3.1": Llama3, "llama3.2": Llama3, "llama3.3": Llama3, "qwen2.5": Hermes, "qwen3": Hermes,
-		"mistral-nemo": Mistral, "command-r7b": CommandR, "granite3.3": Granite,
+		"mistral-nemo": Mistral, "command-r7b": CommandR, "command-r-plus": CommandRPlus, "granite3.3": Granite,
 		"deepseek-r1-distill-qwen": DeepSeek, "deepseek-v3.1": DeepSeek, "gemma2": Generic, "phi3.5": Generic,
 	} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "models", "chattemplate", "testdata", "templates", file+".jinja"))
@@ -215,7 +220,7 @@ func FuzzParser(f *testing.F) {
 		f.Add(c.text, uint8(c.o.Format), uint16(len(c.text)/2), c.o.Thinking)
 	}
 	f.Fuzz(func(t *testing.T, text string, format uint8, cut uint16, thinking bool) {
-		o := Options{Format: Format(format % 9), Tools: weather, Thinking: thinking}
+		o := Options{Format: Format(format % 10), Tools: weather, Thinking: thinking}
 		whole, _ := Parse(o, text)
 		i := int(cut) % (len(text) + 1)
 		parts, _ := streamed(o, []string{text[:i], text[i:]})
