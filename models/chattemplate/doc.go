@@ -40,16 +40,11 @@
 // (mapping over a generator-returning filter before tojson, for one),
 // the package is the more lenient.
 //
-// Choice of engine (evaluated on the templates in testdata and
-// llama.cpp's models/templates, against Python jinja2 with
-// transformers' settings): github.com/nikolalohinski/gonja/v2 v2.9.1
-// failed to parse or render about a third of them (no raise_exception or
-// strftime_now, str.replace without a count, no .lstrip(), multi-line
-// string literals in Gemma 3, map key order lost); github.com/ardanlabs/
-// jinja rendered nearly all of them (v1.9+ need Go 1.27, so v1.8.0), but
-// tojson(indent=…) sorts keys, strftime_now reads the wall clock, and it
-// has no bounds: a recursive macro overflows the Go stack and kills the
-// process, and nested loops or string doubling run unbounded. So the
-// engine is this package's own; the package depends on nothing outside
-// the standard library.
+// Choice of engine: its own, standard library only. Tried on these
+// templates against Python jinja2 with transformers' settings,
+// github.com/nikolalohinski/gonja/v2 failed about a third of them
+// (no .lstrip(), str.replace without a count, key order lost, …), and
+// github.com/ardanlabs/jinja (v1.8.0; later versions need Go 1.27) sorts
+// keys in tojson(indent=…) and has no bounds: a recursive macro kills
+// the process with a Go stack overflow.
 package chattemplate

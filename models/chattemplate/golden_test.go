@@ -16,7 +16,7 @@ import (
 // template, not by running this package (see testdata/NOTICE).
 
 // clock is the time strftime_now sees in these tests.
-func clock() time.Time { return time.Date(2025, 3, 9, 10, 0, 0, 0, time.UTC) }
+func clock() time.Time { return time.Date(2026, 7, 26, 10, 0, 0, 0, time.UTC) }
 
 const weatherTool = `{"type": "function", "function": {"name": "get_weather", "description": "Get the current weather", "parameters": {"type": "object", "properties": {"location": {"type": "string", "description": "City name"}, "unit": {"type": "string", "description": "Temperature unit", "enum": ["celsius", "fahrenheit"]}}, "required": ["location"]}}}`
 
@@ -85,7 +85,7 @@ var families = []family{
 	{name: "deepseek-v3.1", bos: dsBOS, eos: dsEOS, vars: map[string]any{"thinking": true}, golden: []string{"think"}},
 	{name: "command-r-plus", bos: "<BOS_TOKEN>", eos: "<|END_OF_TURN_TOKEN|>", golden: []string{"plain", "tools"}},
 	{name: "granite3.3", bos: "<|end_of_text|>", eos: "<|end_of_text|>", golden: []string{"plain", "tools", "nosystem"}},
-	{name: "smollm3", eos: "<|im_end|>", golden: []string{"plain"}},
+	{name: "smollm3", eos: "<|im_end|>", golden: []string{"plain", "tools"}},
 	{name: "smollm3", eos: "<|im_end|>", vars: map[string]any{"enable_thinking": false}, golden: []string{"think"}},
 }
 
