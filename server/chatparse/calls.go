@@ -34,31 +34,43 @@ type callObject struct {
 // callsFromJSON reads one or more JSON values (call objects, arrays of
 // them, {"tool_calls": [...]}), separated by whitespace, ";" or ",". With
 // needArgs, an object must name its arguments to count as a call (a bare
-// JSON answer that only has a "name" is content).
-func (p *Parser) callsFromJSON(text string, needArgs bool) ([]ToolCall, error) {
+// JSON answer that only has a "name" is content). Text after the calls
+// that does not start another JSON value is returned, as content, when
+// trailing allows it; otherwise it is an error.
+func (p *Parser) callsFromJSON(text string, needArgs, trailing bool) ([]ToolCall, string, error) {
 	var calls []ToolCall
 	rest := text
 	for {
 		rest = strings.TrimLeft(rest, " \t\r\n;,")
-		if rest == "" {
+		if rest == "" || trailing && len(calls) > 0 && rest[0] != '{' && rest[0] != '[' {
 			break
 		}
-		dec := json.NewDecoder(strings.NewReader(rest))
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("invalid JSON: %v", err)
+		v, after, err := splitJSON(rest)
+		if err != nil {
+			return nil, "", err
 		}
-		rest = rest[dec.InputOffset():]
+		rest = after
 		cs, err := p.callsFromValue(v, needArgs, 0)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		calls = append(calls, cs...)
 	}
 	if len(calls) == 0 {
-		return nil, fmt.Errorf("no call")
+		return nil, "", fmt.Errorf("no call")
 	}
-	return calls, nil
+	return calls, rest, nil
+}
+
+// splitJSON reads the JSON value at the start of s: the value and the
+// text after it.
+func splitJSON(s string) (json.RawMessage, string, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		return nil, "", fmt.Errorf("invalid JSON: %v", err)
+	}
+	return v, s[dec.InputOffset():], nil
 }
 
 func (p *Parser) callsFromValue(v json.RawMessage, needArgs bool, depth int) ([]ToolCall, error) {
@@ -162,17 +174,109 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 	case deepSeekCallsBegin:
 		return p.deepSeek(body)
 	case "<function=":
-		name, args, ok := strings.Cut(body, ">")
-		if !ok {
-			return nil, fmt.Errorf("<function=…> without '>'")
-		}
-		c, err := p.call(name, json.RawMessage(args))
-		if err != nil {
-			return nil, err
-		}
-		return []ToolCall{c}, nil
+		return p.functionTag(body)
 	}
-	return p.callsFromJSON(body, false)
+	body = unfence(body)
+	if inner, ok := strings.CutPrefix(body, "<function="); ok {
+		// Qwen3-Coder: <tool_call><function=name><parameter=…>…</function></tool_call>.
+		inner, ok = strings.CutSuffix(inner, "</function>")
+		if !ok {
+			return nil, fmt.Errorf("<function=…> without </function>")
+		}
+		return p.functionTag(inner)
+	}
+	calls, _, err := p.callsFromJSON(body, false, false)
+	return calls, err
+}
+
+// unfence removes a Markdown code fence (```json … ```) around s, and
+// the whitespace around it.
+func unfence(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, "```") {
+		return s
+	}
+	_, body, ok := strings.Cut(s, "\n")
+	if !ok {
+		return s
+	}
+	if b, ok := strings.CutSuffix(strings.TrimSpace(body), "```"); ok {
+		return strings.TrimSpace(b)
+	}
+	return s
+}
+
+// functionTag reads "name>arguments", the inside of <function=…>: a
+// JSON object or <parameter=key>value</parameter> elements.
+func (p *Parser) functionTag(body string) ([]ToolCall, error) {
+	name, args, ok := strings.Cut(body, ">")
+	if !ok {
+		return nil, fmt.Errorf("<function=…> without '>'")
+	}
+	raw := json.RawMessage(args)
+	if a := strings.TrimSpace(args); strings.HasPrefix(a, "<parameter=") {
+		var err error
+		if raw, err = xmlParameters(a); err != nil {
+			return nil, fmt.Errorf("call of %q: %v", strings.TrimSpace(name), err)
+		}
+	}
+	c, err := p.call(name, raw)
+	if err != nil {
+		return nil, err
+	}
+	return []ToolCall{c}, nil
+}
+
+// xmlParameters turns <parameter=key>value</parameter> elements into a
+// JSON object, in order. A value that is JSON (a number, true, an
+// object, …) is taken as such; any other is a string. The newline after
+// the opening tag and the one before the closing tag are not part of
+// the value.
+func xmlParameters(s string) (json.RawMessage, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for n := 0; ; n++ {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			break
+		}
+		rest, ok := strings.CutPrefix(s, "<parameter=")
+		if !ok {
+			return nil, fmt.Errorf("text between parameters")
+		}
+		key, rest, ok := strings.Cut(rest, ">")
+		if !ok {
+			return nil, fmt.Errorf("<parameter=…> without '>'")
+		}
+		value, rest, ok := strings.Cut(rest, "</parameter>")
+		if !ok {
+			return nil, fmt.Errorf("parameter %q without </parameter>", key)
+		}
+		value = strings.TrimPrefix(value, "\n")
+		value = strings.TrimSuffix(value, "\n")
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(jsonString(strings.TrimSpace(key)))
+		b.WriteByte(':')
+		if v := strings.TrimSpace(value); v != "" && json.Valid([]byte(v)) {
+			b.WriteString(v)
+		} else {
+			b.Write(jsonString(value))
+		}
+		s = rest
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// jsonString is s as a JSON string (HTML characters unescaped).
+func jsonString(s string) []byte {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	e.Encode(s)
+	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
 // deepSeek reads DeepSeek's calls: each between <｜tool▁call▁begin｜> and
@@ -181,7 +285,7 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 func (p *Parser) deepSeek(body string) ([]ToolCall, error) {
 	var calls []ToolCall
 	for _, part := range strings.Split(body, deepSeekCallBegin) {
-		part = strings.TrimSpace(strings.TrimSpace(part))
+		part = strings.TrimSpace(part)
 		if part == "" {
 			continue
 		}
@@ -195,9 +299,7 @@ func (p *Parser) deepSeek(body string) ([]ToolCall, error) {
 		}
 		if name == "function" {
 			name, args, _ = strings.Cut(args, "\n")
-			args = strings.TrimSpace(args)
-			args = strings.TrimPrefix(args, "```json")
-			args = strings.TrimSuffix(strings.TrimSpace(args), "```")
+			args = unfence(args)
 		}
 		c, err := p.call(name, json.RawMessage(args))
 		if err != nil {
@@ -212,72 +314,99 @@ func (p *Parser) deepSeek(body string) ([]ToolCall, error) {
 }
 
 // parseRest parses the output from an open-ended marker to the end
-// (open is "" for an answer that is all JSON or all functionary blocks).
-// It returns the calls and any text the format marks as content.
+// (open is "" for an answer that starts with JSON, or for functionary's
+// blocks). It returns the calls and the text that follows them, which is
+// content. Several markers may follow each other ("[TOOL_CALLS]…
+// [TOOL_CALLS]…").
 func (p *Parser) parseRest(m callMarker, text string) ([]ToolCall, string, error) {
-	switch {
-	case p.o.Format == Functionary && m.open != "[TOOL_CALLS]":
+	if p.o.Format == Functionary {
 		return p.functionary(text)
-	case m.open == "":
-		calls, err := p.callsFromJSON(text, true)
-		return calls, "", err
-	case m.open == "[TOOL_CALLS]":
-		calls, err := p.mistral(strings.TrimPrefix(text, m.open))
-		return calls, "", err
-	case m.open == "Action:":
-		body := strings.TrimSpace(strings.TrimPrefix(text, m.open))
-		body, fenced := strings.CutPrefix(body, "```json")
-		if fenced {
-			body = strings.TrimSuffix(strings.TrimSpace(body), "```")
-		}
-		calls, err := p.callsFromJSON(body, false)
-		return calls, "", err
 	}
-	calls, err := p.callsFromJSON(strings.TrimPrefix(text, m.open), false)
-	return calls, "", err
-}
-
-// mistral reads "[{…}]" arrays and "name[ARGS]{…}" (or
-// "name[CALL_ID]id[ARGS]{…}") calls, each after its [TOOL_CALLS].
-func (p *Parser) mistral(text string) ([]ToolCall, error) {
-	var calls []ToolCall
-	for _, part := range strings.Split(text, "[TOOL_CALLS]") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		if part[0] == '[' || part[0] == '{' {
-			cs, err := p.callsFromJSON(part, false)
-			if err != nil {
-				return nil, err
+	if m.open == "Action:" {
+		body := strings.TrimSpace(strings.TrimPrefix(text, m.open))
+		var after string
+		if b, ok := strings.CutPrefix(body, "```json"); ok {
+			body, after, ok = strings.Cut(b, "```")
+			if !ok {
+				return nil, "", fmt.Errorf("Action: ```json without its closing ```")
 			}
-			calls = append(calls, cs...)
+		}
+		calls, content, err := p.callsFromJSON(body, false, true)
+		return calls, strings.TrimSpace(content + strings.TrimSpace(after)), err
+	}
+	open := m.open
+	if ms := markers(p.o.Format); open == "" && len(ms) == 1 && ms[0].close == "" && ms[0].open != "Action:" {
+		open = ms[0].open // JSON, then marked calls
+	}
+	parts := []string{text}
+	if open != "" {
+		parts = strings.Split(text, open)
+	}
+	var calls []ToolCall
+	var content []string
+	for i, part := range parts {
+		if strings.TrimSpace(part) == "" {
 			continue
 		}
-		head, args, ok := strings.Cut(part, "[ARGS]")
-		if !ok {
-			return nil, fmt.Errorf("[TOOL_CALLS] without a call")
-		}
-		name, id, _ := strings.Cut(head, "[CALL_ID]")
-		c, err := p.call(name, json.RawMessage(args))
+		cs, c, err := p.restPart(open, part, i == 0 && m.open == "")
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		c.ID = strings.TrimSpace(id)
-		calls = append(calls, c)
+		calls = append(calls, cs...)
+		if c != "" {
+			content = append(content, c)
+		}
 	}
 	if len(calls) == 0 {
-		return nil, fmt.Errorf("[TOOL_CALLS] without a call")
+		return nil, "", fmt.Errorf("%s without a call", open)
 	}
-	return calls, nil
+	return calls, strings.Join(content, "\n"), nil
+}
+
+// restPart reads the calls after one open-ended marker (or, with
+// answer, the JSON an answer starts with).
+func (p *Parser) restPart(open, part string, answer bool) ([]ToolCall, string, error) {
+	part = strings.TrimSpace(part)
+	if !answer {
+		switch open {
+		case "[TOOL_CALLS]":
+			return p.mistral(part)
+		case "<|python_tag|>":
+			return p.pythonTag(part)
+		}
+	}
+	return p.callsFromJSON(part, answer, true)
+}
+
+// mistral reads what follows one [TOOL_CALLS]: a "[{…}]" array or a
+// "name[ARGS]{…}" (or "name[CALL_ID]id[ARGS]{…}") call.
+func (p *Parser) mistral(part string) ([]ToolCall, string, error) {
+	if part[0] == '[' || part[0] == '{' {
+		return p.callsFromJSON(part, false, true)
+	}
+	head, args, ok := strings.Cut(part, "[ARGS]")
+	if !ok {
+		return nil, "", fmt.Errorf("[TOOL_CALLS] without a call")
+	}
+	name, id, _ := strings.Cut(head, "[CALL_ID]")
+	v, after, err := splitJSON(strings.TrimSpace(args))
+	if err != nil {
+		return nil, "", fmt.Errorf("call of %q: %v", strings.TrimSpace(name), err)
+	}
+	c, err := p.call(name, v)
+	if err != nil {
+		return nil, "", err
+	}
+	c.ID = strings.TrimSpace(id)
+	return []ToolCall{c}, strings.TrimSpace(after), nil
 }
 
 // functionary reads functionary v3.2 output: ">>>recipient\nbody"
 // blocks (the first ">>>" may be in the prompt), "all" for text.
 func (p *Parser) functionary(text string) ([]ToolCall, string, error) {
-	if t := strings.TrimSpace(text); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
-		calls, err := p.callsFromJSON(t, true)
-		return calls, "", err
+	text = strings.TrimLeft(text, " \t\r\n")
+	if strings.HasPrefix(text, "{") || strings.HasPrefix(text, "[") {
+		return p.callsFromJSON(text, true, true)
 	}
 	var calls []ToolCall
 	var content strings.Builder
@@ -296,9 +425,6 @@ func (p *Parser) functionary(text string) ([]ToolCall, string, error) {
 			return nil, "", err
 		}
 		calls = append(calls, c)
-	}
-	if len(calls) == 0 {
-		return nil, content.String(), nil
 	}
 	return calls, content.String(), nil
 }

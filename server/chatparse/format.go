@@ -10,10 +10,14 @@ const (
 	// them); any model.
 	Generic Format = iota
 	// Hermes: <tool_call>{"name": …, "arguments": …}</tool_call> (Hermes,
-	// Qwen 2.5/3, many fine-tunes).
+	// Qwen 2.5/3, many fine-tunes), the JSON possibly in a ```json fence,
+	// or <tool_call><function=name><parameter=key>value</parameter>…
+	// </function></tool_call> (Qwen3-Coder).
 	Hermes
 	// Llama3: {"name": …, "parameters": …} objects, after <|python_tag|>
-	// or as the whole answer, several separated by ";" or newlines.
+	// or as the whole answer, several separated by ";" or newlines; also
+	// <|python_tag|>tool.call(key=value, …) for built-in tools, and
+	// <|python_tag|>code for a declared "python" or "code_interpreter".
 	Llama3
 	// Mistral: [TOOL_CALLS][{"name": …, "arguments": …, "id": …}] or
 	// [TOOL_CALLS]name[ARGS]{…}.
@@ -67,10 +71,10 @@ func DetectFormat(template string) Format {
 		return Mistral
 	case has(">>>all"):
 		return Functionary
+	case has("<tool_call>"): // Qwen3-Coder's <tool_call><function=…> too
+		return Hermes
 	case has("<function="):
 		return FunctionTag
-	case has("<tool_call>"):
-		return Hermes
 	case has("<|python_tag|>"), has("<|start_header_id|>ipython"), has("<|start_header_id|>") && has("tools"):
 		return Llama3
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tadpole-llm/tadpole/engine/grammar"
@@ -20,8 +21,10 @@ type Tool struct {
 // name the function outside JSON: functionary, function tags, DeepSeek;
 // the parser takes those too), of one of tools (only that one when only is
 // set) with arguments valid against its parameters schema: for OpenAI's
-// tool_choice "required" or a named function. A thinking model may think
-// first. Parameters the grammar converter cannot hold the output to (see
+// tool_choice "required" or a named function. With o.Thinking the model
+// may think first, in a block of any of the thinking tag pairs; with
+// o.StartInThinking it must first end the block the prompt opened.
+// Parameters the grammar converter cannot hold the output to (see
 // engine/grammar) are an error naming the function.
 func Grammar(o Options, tools []Tool, only string) (string, error) {
 	nameKey, argsKey := "name", "arguments"
@@ -120,13 +123,38 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 	if !o.Thinking {
 		return g, nil
 	}
-	// Thinking first, optional: a block the prompt may already have
-	// opened, then the call.
-	open := `"<think>" `
-	if o.StartInThinking {
-		open = ""
-	}
+	// Thinking first, then the call: an optional thinking block, or the
+	// end of the one the prompt opened.
 	body, rules, _ := strings.Cut(g, "\n")
 	call := strings.TrimPrefix(body, "root ::= ")
-	return fmt.Sprintf("root ::= tadpole-thinking? %s\ntadpole-thinking ::= %s([^<] | \"<\" [^/])* \"</think>\" [ \\n]{0,2}\n%s", call, open, rules), nil
+	opt := "?"
+	if o.StartInThinking {
+		opt = "" // the output starts inside the block: it must end it
+	}
+	return fmt.Sprintf("root ::= tadpole-thinking%s %s\ntadpole-thinking ::= %s\n%s", opt, call, thinkingRule(o.StartInThinking), rules), nil
+}
+
+// thinkingRule is GBNF for a thinking block in any of the tag pairs,
+// without its open tag when the prompt opened it, and the whitespace
+// after it. The text inside never holds the close tag's first two
+// characters ("</" for "</think>"), which keeps the rule simple.
+func thinkingRule(opened bool) string {
+	var alts []string
+	for _, t := range thinkingTags {
+		open := strconv.Quote(t[0]) + " "
+		if opened {
+			open = ""
+		}
+		c0, c1 := t[1][:1], t[1][1:2]
+		alts = append(alts, fmt.Sprintf(`%s([^%s] | %s [^%s])* %s`, open, gbnfClass(c0), strconv.Quote(c0), gbnfClass(c1), strconv.Quote(t[1])))
+	}
+	return "(" + strings.Join(alts, " | ") + `) [ \n]{0,2}`
+}
+
+// gbnfClass escapes a character for a GBNF character class.
+func gbnfClass(c string) string {
+	if strings.Contains(`"\[]`, c) {
+		return `\` + c
+	}
+	return c
 }

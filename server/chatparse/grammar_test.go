@@ -38,6 +38,72 @@ func TestGrammar(t *testing.T) {
 	}
 }
 
+// gbnfRules checks a grammar's text structurally: one rule per line,
+// each defined once, every rule a body refers to defined, root among
+// them.
+func gbnfRules(t *testing.T, g string) {
+	t.Helper()
+	defined := map[string]bool{}
+	var bodies []string
+	for _, line := range strings.Split(strings.TrimSpace(g), "\n") {
+		name, body, ok := strings.Cut(line, " ::= ")
+		if !ok || defined[name] {
+			t.Fatalf("line %q:\n%s", line, g)
+		}
+		defined[name] = true
+		bodies = append(bodies, body)
+	}
+	if !defined["root"] {
+		t.Fatalf("no root:\n%s", g)
+	}
+	for _, b := range bodies {
+		for i := 0; i < len(b); i++ {
+			switch c := b[i]; {
+			case c == '"' || c == '[':
+				end := byte('"')
+				if c == '[' {
+					end = ']'
+				}
+				for i++; i < len(b) && b[i] != end; i++ {
+					if b[i] == '\\' {
+						i++
+					}
+				}
+			case c == '{':
+				i += strings.IndexByte(b[i:], '}')
+			case c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9':
+				j := i
+				for j < len(b) && (b[j] == '-' || b[j] >= 'a' && b[j] <= 'z' || b[j] >= 'A' && b[j] <= 'Z' || b[j] >= '0' && b[j] <= '9') {
+					j++
+				}
+				if !defined[b[i:j]] {
+					t.Fatalf("rule %q not defined:\n%s", b[i:j], g)
+				}
+				i = j - 1
+			}
+		}
+	}
+}
+
+func TestGrammarRules(t *testing.T) {
+	tools := []Tool{
+		{Name: "get_weather", Parameters: []byte(`{"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}}, "required": ["city"]}`)},
+		{Name: "get_time", Parameters: []byte(`null`)},
+		{Name: "tree", Parameters: []byte(`{"type": "object", "properties": {"node": {"$ref": "#/definitions/node"}}, "definitions": {"node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/definitions/node"}}}}}}`)},
+	}
+	for f := Generic; f <= DeepSeek; f++ {
+		for _, o := range []Options{{Format: f}, {Format: f, Thinking: true}, {Format: f, Thinking: true, StartInThinking: true}} {
+			for _, only := range []string{"", "get_time", "tree"} {
+				g, err := Grammar(o, tools, only)
+				if err != nil {
+					t.Fatalf("%v %q: %v", f, only, err)
+				}
+				gbnfRules(t, g)
+			}
+		}
+	}
+}
+
 // What each format's grammar writes, the parser reads as a call.
 func TestGrammarOutputParses(t *testing.T) {
 	for f := Generic; f <= DeepSeek; f++ { // every format
@@ -59,9 +125,24 @@ func TestGrammarOutputParses(t *testing.T) {
 			key, args = "tool_name", "parameters"
 		}
 		out := prefix + `{"` + key + `": "get_time", "` + args + `": {}}` + suffix
-		d, w := Parse(Options{Format: f, Tools: []string{"get_time"}}, out)
-		if len(d.ToolCalls) != 1 || d.ToolCalls[0].Name != "get_time" || d.Content != "" {
-			t.Errorf("%v: %q parsed as %+v %v", f, out, d, w)
+		// The grammar's thinking: an optional block of any family, or
+		// the end of the one the prompt opened.
+		for _, c := range []struct {
+			o    Options
+			text string
+		}{
+			{Options{}, out},
+			{Options{Thinking: true}, out},
+			{Options{Thinking: true}, "<think>\nhmm\n</think>\n\n" + out},
+			{Options{Thinking: true}, "[THINK]hmm[/THINK]" + out},
+			{Options{Thinking: true, StartInThinking: true}, "hmm</think>\n" + out},
+			{Options{Thinking: true, StartInThinking: true}, "<|END_THINKING|>" + out},
+		} {
+			c.o.Format, c.o.Tools = f, []string{"get_time"}
+			d, w := Parse(c.o, c.text)
+			if len(d.ToolCalls) != 1 || d.ToolCalls[0].Name != "get_time" || d.Content != "" || len(w) > 0 {
+				t.Errorf("%v: %q parsed as %+v %v", f, c.text, d, w)
+			}
 		}
 	}
 }

@@ -49,6 +49,7 @@ type Parser struct {
 	mode     mode
 	closes   []string   // thinking: the tags that end the block
 	marker   callMarker // block, rest: the marker that opened it
+	lead     string     // block, rest: the whitespace before the marker
 	started  bool       // content or a call came out: no JSON answer now
 	trimLeft bool       // drop whitespace before the next content
 	// thinkStart: drop whitespace at the start of a thinking block
@@ -172,25 +173,6 @@ func (p *Parser) normal(d *Delta, end bool) bool {
 		}
 		p.trimLeft = false
 	}
-	if !p.started && len(p.tools) > 0 && (jsonAnswers(p.o.Format) || p.o.Format == Functionary) {
-		t := strings.TrimLeft(p.buf, " \t\r\n")
-		if t == "" && !end {
-			return false
-		}
-		for _, m := range p.markers {
-			if strings.HasPrefix(t, m.open) {
-				goto markers // a marked call, not a JSON answer
-			}
-			if !end && strings.HasPrefix(m.open, t) {
-				return false // may still become a marker
-			}
-		}
-		if p.o.Format == Functionary || strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
-			p.mode, p.marker = rest, callMarker{}
-			return true
-		}
-	}
-markers:
 	var tags []string
 	if p.o.Thinking {
 		for _, t := range thinkingTags {
@@ -200,6 +182,28 @@ markers:
 	for _, m := range p.markers {
 		tags = append(tags, m.open)
 	}
+	if !p.started && len(p.tools) > 0 && (jsonAnswers(p.o.Format) || p.o.Format == Functionary) {
+		t := strings.TrimLeft(p.buf, " \t\r\n")
+		if t == "" && !end {
+			return false
+		}
+		for _, tag := range tags {
+			if strings.HasPrefix(t, tag) {
+				goto markers // thinking or a marked call, not a JSON answer
+			}
+			if !end && strings.HasPrefix(tag, t) {
+				return false // may still become one
+			}
+		}
+		if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+			p.mode, p.marker, p.lead = rest, callMarker{}, ""
+			return true
+		}
+		if p.o.Format == Functionary {
+			return p.recipient(t, end)
+		}
+	}
+markers:
 	at, tag := earliest(p.buf, tags)
 	if at < 0 {
 		if end {
@@ -215,12 +219,14 @@ markers:
 		p.buf = p.buf[cut:]
 		return false
 	}
-	p.content(d, strings.TrimRight(p.buf[:at], " \t\r\n"))
+	before := strings.TrimRight(p.buf[:at], " \t\r\n")
+	p.content(d, before)
+	p.lead = p.buf[len(before):at]
 	p.buf = p.buf[at:]
 	for _, t := range thinkingTags {
 		if tag == t[0] {
 			p.buf = p.buf[len(tag):]
-			p.mode, p.closes, p.thinkStart = thinking, []string{t[1]}, true
+			p.mode, p.closes, p.thinkStart, p.lead = thinking, []string{t[1]}, true, ""
 			return true
 		}
 	}
@@ -233,6 +239,33 @@ markers:
 			}
 		}
 	}
+	return true
+}
+
+// recipient reads the recipient that starts functionary v3.2's output
+// (the prompt ends with ">>>"): "all" is text, which follows; a declared
+// function's name starts a call block; anything else is text.
+func (p *Parser) recipient(t string, end bool) bool {
+	name, text, ok := strings.Cut(t, "\n")
+	if !ok && !end {
+		head := strings.TrimSpace(t)
+		if strings.HasPrefix("all", head) {
+			return false // may still be a recipient
+		}
+		for n := range p.tools {
+			if strings.HasPrefix(n, head) {
+				return false
+			}
+		}
+	}
+	switch name = strings.TrimSpace(name); {
+	case name == "all":
+		p.buf = text
+	case p.tools[name]:
+		p.mode, p.marker, p.lead = rest, callMarker{}, ""
+		return true
+	}
+	p.started = true
 	return true
 }
 
@@ -290,7 +323,7 @@ func (p *Parser) block(d *Delta, end bool) bool {
 		p.malformed(d, raw, err)
 	}
 	p.buf = p.buf[len(raw):]
-	p.mode, p.trimLeft = normal, true
+	p.mode, p.trimLeft = normal, err == nil
 	return true
 }
 
@@ -308,6 +341,7 @@ func (p *Parser) rest(d *Delta) {
 }
 
 func (p *Parser) emitCalls(d *Delta, calls []ToolCall) {
+	p.lead = ""
 	for _, c := range calls {
 		if c.ID == "" {
 			c.ID = newCallID()
@@ -319,8 +353,10 @@ func (p *Parser) emitCalls(d *Delta, calls []ToolCall) {
 	p.started = true
 }
 
-// malformed returns markup that is not a valid call as content.
+// malformed returns markup that is not a valid call as content, with
+// the whitespace before it.
 func (p *Parser) malformed(d *Delta, raw string, err error) {
 	p.warnings = append(p.warnings, fmt.Sprintf("tool call returned as text: %v", err))
-	p.content(d, raw)
+	p.content(d, p.lead+raw)
+	p.lead = ""
 }

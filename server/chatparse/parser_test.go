@@ -36,7 +36,7 @@ var parseCases = []parseCase{
 	{name: "hermes: unknown function", o: Options{Format: Hermes, Tools: weather},
 		text: `<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>`, content: `<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>`, warn: true},
 	{name: "hermes: bad JSON, then text", o: Options{Format: Hermes, Tools: weather},
-		text: `<tool_call>{"name": "get_weather", "arguments": {</tool_call> ok`, content: `<tool_call>{"name": "get_weather", "arguments": {</tool_call>ok`, warn: true},
+		text: `<tool_call>{"name": "get_weather", "arguments": {</tool_call> ok`, content: `<tool_call>{"name": "get_weather", "arguments": {</tool_call> ok`, warn: true},
 	{name: "hermes: arguments not an object", o: Options{Format: Hermes, Tools: weather},
 		text: `<tool_call>{"name": "get_weather", "arguments": [1]}</tool_call>`, content: `<tool_call>{"name": "get_weather", "arguments": [1]}</tool_call>`, warn: true},
 	{name: "hermes: unterminated but complete", o: Options{Format: Hermes, Tools: weather},
@@ -61,11 +61,52 @@ var parseCases = []parseCase{
 		text:  `[TOOL_CALLS]get_weather[ARGS]{"city": "Nice"}[TOOL_CALLS]get_time[ARGS]{}`,
 		calls: []call{{"get_weather", `{"city":"Nice"}`}, {"get_time", `{}`}}},
 	{name: "mistral: cut off", o: Options{Format: Mistral, Tools: weather},
-		text: `Sure. [TOOL_CALLS][{"name": "get_weather", "arg`, content: `Sure.[TOOL_CALLS][{"name": "get_weather", "arg`, warn: true},
+		text: `Sure. [TOOL_CALLS][{"name": "get_weather", "arg`, content: `Sure. [TOOL_CALLS][{"name": "get_weather", "arg`, warn: true},
+	{name: "mistral: text after the calls", o: Options{Format: Mistral, Tools: weather},
+		text: "[TOOL_CALLS] [{\"name\":\"get_time\",\"arguments\":{}}] done", content: "done", calls: []call{{"get_time", `{}`}}},
+	{name: "mistral: [ARGS] with an id, then text", o: Options{Format: Mistral, Tools: weather},
+		text: "[TOOL_CALLS]get_time[CALL_ID]a1b2c3d4e[ARGS]{\"tz\": \"UTC\"} ok", content: "ok", calls: []call{{"get_time", `{"tz":"UTC"}`}}},
+	{name: "llama3: call, then text", o: Options{Format: Llama3, Tools: weather},
+		text: "{\"name\":\"get_time\",\"parameters\":{}}\nHope this helps", content: "Hope this helps", calls: []call{{"get_time", `{}`}}},
+	{name: "llama3: calls on lines, python_tag twice", o: Options{Format: Llama3, Tools: weather},
+		text:  "<|python_tag|>{\"name\":\"get_time\",\"parameters\":{}}\n<|python_tag|>{\"name\":\"get_weather\",\"parameters\":{\"city\":\"Oslo\"}}",
+		calls: []call{{"get_time", `{}`}, {"get_weather", `{"city":"Oslo"}`}}},
+	{name: "llama3: built-in tool", o: Options{Format: Llama3, Tools: []string{"brave_search"}},
+		text: `<|python_tag|>brave_search.call(query='it\'s "x"', n=3, safe=True, lang=None)`, calls: []call{{"brave_search", `{"query":"it's \"x\"","n":3,"safe":true,"lang":null}`}}},
+	{name: "llama3: undeclared built-in", o: Options{Format: Llama3, Tools: weather},
+		text: `<|python_tag|>wolfram_alpha.call(query="2+2")`, content: `<|python_tag|>wolfram_alpha.call(query="2+2")`, warn: true},
+	{name: "llama3: code", o: Options{Format: Llama3, Tools: []string{"python"}},
+		text: "<|python_tag|>print(1 < 2)\n", calls: []call{{"python", `{"code":"print(1 < 2)"}`}}},
+	{name: "hermes: fenced JSON", o: Options{Format: Hermes, Tools: weather},
+		text: "<tool_call>\n```json\n{\"name\":\"get_time\",\"arguments\":{}}\n```\n</tool_call>", calls: []call{{"get_time", `{}`}}},
+	{name: "qwen3-coder parameters", o: Options{Format: Hermes, Tools: weather},
+		text:    "Checking.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+		content: "Checking.", calls: []call{{"get_weather", `{"city":"Paris","days":3}`}}},
+	{name: "hermes: a good call, a bad one, text kept", o: Options{Format: Hermes, Tools: weather},
+		text:    "<tool_call>{\"name\":\"get_time\",\"arguments\":{}}</tool_call>\n<tool_call>{\"name\":\"nope\",\"arguments\":{}}</tool_call> x",
+		content: "<tool_call>{\"name\":\"nope\",\"arguments\":{}}</tool_call> x", calls: []call{{"get_time", `{}`}}, warn: true},
+	{name: "generic: array, arguments as a string", o: Options{Format: Generic, Tools: weather},
+		text:  "[{\"name\":\"get_time\",\"arguments\":{}}, {\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"x\\\"}\"}]",
+		calls: []call{{"get_time", `{}`}, {"get_weather", `{"city":"x"}`}}},
+	{name: "generic: OpenAI's shape", o: Options{Format: Generic, Tools: weather},
+		text: `{"function": {"name": "get_time", "arguments": "{}"}}`, calls: []call{{"get_time", `{}`}}},
+	{name: "generic: JSON after text is content", o: Options{Format: Generic, Tools: weather},
+		text: `Sure: {"name": "get_time", "arguments": {}}`, content: `Sure: {"name": "get_time", "arguments": {}}`},
+	{name: "generic: thinking, then a call", o: Options{Format: Generic, Tools: weather, Thinking: true},
+		text: "<think>x</think>\n{\"name\":\"get_time\",\"arguments\":{}}", thinking: "x", calls: []call{{"get_time", `{}`}}},
+	{name: "magistral: thinking, then a call", o: Options{Format: Mistral, Tools: weather, Thinking: true},
+		text:     "[THINK]Weather first.[/THINK]\n[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}",
+		thinking: "Weather first.", calls: []call{{"get_weather", `{"city":"Paris"}`}}},
+	{name: "llama3: a thinking tag is not a JSON answer", o: Options{Format: Llama3, Tools: weather, Thinking: true},
+		text: "[THINK]x[/THINK] {\"name\": \"get_time\", \"parameters\": {}}", thinking: "x", calls: []call{{"get_time", `{}`}}},
 	{name: "function tag", o: Options{Format: FunctionTag, Tools: weather},
 		text: `Checking.<function=get_weather>{"city": "Bern"}</function>`, content: "Checking.", calls: []call{{"get_weather", `{"city":"Bern"}`}}},
 	{name: "functionary v3.2", o: Options{Format: Functionary, Tools: weather},
 		text: "all\nLet me see.>>>get_weather\n{\"city\": \"Lima\"}", content: "Let me see.", calls: []call{{"get_weather", `{"city":"Lima"}`}}},
+	{name: "functionary: text, then a call", o: Options{Format: Functionary, Tools: weather},
+		text: "all\nHi there.\n>>>get_time\n{}", content: "Hi there.", calls: []call{{"get_time", `{}`}}},
+	{name: "functionary: a call first", o: Options{Format: Functionary, Tools: weather},
+		text: "get_time\n{\"tz\": \"UTC\"}>>>all\nDone.", content: "Done.", calls: []call{{"get_time", `{"tz":"UTC"}`}}},
 	{name: "functionary: plain text", o: Options{Format: Functionary, Tools: weather},
 		text: "Hello there.", content: "Hello there."},
 	{name: "command-r7b", o: Options{Format: CommandR, Tools: weather},
@@ -74,6 +115,8 @@ var parseCases = []parseCase{
 	{name: "command-r-plus", o: Options{Format: CommandRPlus, Tools: weather},
 		text:    "I will look it up.\nAction: ```json\n[\n    {\n        \"tool_name\": \"get_weather\",\n        \"parameters\": {\"city\": \"Oslo\"}\n    }\n]\n```",
 		content: "I will look it up.", calls: []call{{"get_weather", `{"city":"Oslo"}`}}},
+	{name: "command-r-plus: text after the block", o: Options{Format: CommandRPlus, Tools: weather},
+		text: "Action: ```json\n[{\"tool_name\": \"get_time\", \"parameters\": {}}]\n```\nDone.", content: "Done.", calls: []call{{"get_time", `{}`}}},
 	{name: "command-r-plus: Action in prose", o: Options{Format: CommandRPlus, Tools: weather},
 		text: "Action: none needed.", content: "Action: none needed.", warn: true},
 	{name: "granite", o: Options{Format: Granite, Tools: weather},
@@ -169,6 +212,30 @@ func TestStreaming(t *testing.T) {
 	}
 }
 
+// Text that cannot be markup comes out at once, not at the end.
+func TestContentStreams(t *testing.T) {
+	for _, c := range []struct {
+		o           Options
+		piece, want string
+	}{
+		{Options{Format: Hermes, Tools: weather, Thinking: true}, "Hello <tool", "Hello"},
+		{Options{Format: Mistral, Tools: weather}, "Sure, [TOOL", "Sure,"},
+		{Options{Format: Functionary, Tools: weather}, "all\nHello >>", "Hello"},
+		{Options{Format: Functionary, Tools: weather}, "Hello", "Hello"},
+		{Options{Format: Llama3, Tools: weather}, "It is 4 {", "It is 4 {"},
+		{Options{Thinking: true, StartInThinking: true}, "Let me see </thi", ""},
+	} {
+		p := NewParser(c.o)
+		if d := p.Add(c.piece); d.Content != c.want {
+			t.Errorf("%v %q: content %q, want %q", c.o.Format, c.piece, d.Content, c.want)
+		}
+	}
+	p := NewParser(Options{Thinking: true, StartInThinking: true})
+	if d := p.Add("Let me see </thi"); d.Thinking != "Let me see" {
+		t.Errorf("thinking %q", d.Thinking)
+	}
+}
+
 // The real templates of model families pick their formats.
 func TestDetectFormatRealTemplates(t *testing.T) {
 	for file, want := range map[string]Format{
@@ -192,9 +259,10 @@ func TestDetectFormat(t *testing.T) {
 		"[TOOL_CALLS] {{ tools }}":                    Mistral,
 		"<|python_tag|>":                              Llama3,
 		"<|start_header_id|>ipython<|end_header_id|>": Llama3,
-		">>>all":           Functionary,
-		"<function=":       FunctionTag,
-		"<|START_ACTION|>": CommandR,
+		">>>all":                  Functionary,
+		"<function=":              FunctionTag,
+		"<tool_call>\n<function=": Hermes,
+		"<|START_ACTION|>":        CommandR,
 		"{% for m in messages %}{{ m.content }}{% endfor %}": Generic,
 	} {
 		if got := DetectFormat(tmpl); got != want {
@@ -221,7 +289,7 @@ func FuzzParser(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, text string, format uint8, cut uint16, thinking bool) {
 		o := Options{Format: Format(format % 10), Tools: weather, Thinking: thinking}
-		whole, _ := Parse(o, text)
+		whole, warnings := Parse(o, text)
 		i := int(cut) % (len(text) + 1)
 		parts, _ := streamed(o, []string{text[:i], text[i:]})
 		strip := func(d Delta) Delta {
@@ -236,6 +304,14 @@ func FuzzParser(f *testing.F) {
 		for _, c := range whole.ToolCalls {
 			if !json.Valid(c.Arguments) || c.Arguments[0] != '{' {
 				t.Fatalf("arguments %s", c.Arguments)
+			}
+		}
+		// Without a warning, no call markup is left in the content.
+		if len(warnings) == 0 {
+			for _, m := range markers(o.Format) {
+				if m.open != "Action:" && strings.Contains(whole.Content, m.open) {
+					t.Fatalf("%q in content %q", m.open, whole.Content)
+				}
 			}
 		}
 	})
