@@ -122,6 +122,22 @@ func (e *evaluator) capture(f func() error) (string, error) {
 	return b.String(), err
 }
 
+// filteredBody renders a block's body and passes the text through its
+// filters ({% set x | f %}…{% endset %}, {% filter f %}…{% endfilter %}).
+func (e *evaluator) filteredBody(body []node, filters []*filterExpr, s *scope) (any, error) {
+	text, err := e.capture(func() error { return e.exec(body, s) })
+	if err != nil {
+		return nil, err
+	}
+	var v any = text
+	for _, f := range filters {
+		if v, err = e.filter(f, v, s); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
 func (e *evaluator) enter() error {
 	e.depth++
 	if e.depth > e.lim.maxDepth {
@@ -196,15 +212,9 @@ func (e *evaluator) execNode(n node, s *scope) error {
 		}
 		return lineErr(n.line, e.assign(n.targets, v, s))
 	case *setBlockNode:
-		text, err := e.capture(func() error { return e.exec(n.body, s) })
+		v, err := e.filteredBody(n.body, n.filters, s)
 		if err != nil {
 			return err
-		}
-		var v any = text
-		for _, f := range n.filters {
-			if v, err = e.filter(f, v, s); err != nil {
-				return err
-			}
 		}
 		return e.assign([]expr{n.target}, v, s)
 	case *macroNode:
@@ -218,15 +228,9 @@ func (e *evaluator) execNode(n node, s *scope) error {
 		}
 		return e.write(toStr(v))
 	case *filterBlockNode:
-		text, err := e.capture(func() error { return e.exec(n.body, s) })
+		v, err := e.filteredBody(n.body, n.filters, s)
 		if err != nil {
 			return err
-		}
-		var v any = text
-		for _, f := range n.filters {
-			if v, err = e.filter(f, v, s); err != nil {
-				return err
-			}
 		}
 		return e.write(toStr(v))
 	case *withNode:
