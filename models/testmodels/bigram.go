@@ -98,7 +98,13 @@ func bigramVocab() (*vocab, map[int]int) {
 	for _, w := range bigramExtraWords {
 		v.addWord(w)
 	}
-	for _, e := range bigramTable {
+	return v, v.successors(bigramTable)
+}
+
+// successors adds the tokens of a next-token table (those not in the
+// vocabulary yet, as words) and returns it by token id.
+func (v *vocab) successors(table [][2]string) map[int]int {
+	for _, e := range table {
 		for _, tok := range e {
 			if _, ok := v.ids[tok]; !ok {
 				v.addWord(tok)
@@ -106,10 +112,10 @@ func bigramVocab() (*vocab, map[int]int) {
 		}
 	}
 	next := map[int]int{}
-	for _, e := range bigramTable {
+	for _, e := range table {
 		next[v.id(e[0])] = v.id(e[1])
 	}
-	return v, next
+	return next
 }
 
 // BigramTokens is the bigram model's vocabulary (tokenizer.ggml.tokens).

@@ -84,19 +84,13 @@ func Script() ([]gguf.KV, []gguf.Tensor) {
 	for _, t := range scriptUserTokens {
 		v.add(t, 0, tokUserDefined)
 	}
-	for _, chain := range scriptChains {
-		for _, tok := range chain {
-			if _, ok := v.ids[tok]; !ok {
-				v.addWord(tok)
-			}
-		}
-	}
-	next := map[int]int{}
+	var table [][2]string
 	for _, chain := range scriptChains {
 		for i := 0; i+1 < len(chain); i++ {
-			next[v.id(chain[i])] = v.id(chain[i+1])
+			table = append(table, [2]string{chain[i], chain[i+1]})
 		}
 	}
+	next := v.successors(table)
 	nVocab := len(v.tokens)
 	nEmbd := (nVocab + 2 + 63) / 64 * 64 // one-hot tokens plus two features
 	headDim := nEmbd / bigramHeads
