@@ -16,6 +16,9 @@ type Options struct {
 	// already opened one (the output starts inside it).
 	Thinking        bool
 	StartInThinking bool
+	// DropThinking parses thinking blocks but returns no thinking (the
+	// request switched thinking off).
+	DropThinking bool
 }
 
 // Delta is what a piece of output decided: content, thinking and
@@ -25,7 +28,8 @@ type Delta struct {
 	ToolCalls         []ToolCall
 }
 
-func (d *Delta) add(e Delta) {
+// Append adds e's content, thinking and calls after d's.
+func (d *Delta) Append(e Delta) {
 	d.Content += e.Content
 	d.Thinking += e.Thinking
 	d.ToolCalls = append(d.ToolCalls, e.ToolCalls...)
@@ -79,12 +83,34 @@ func NewParser(o Options) *Parser {
 // Add takes the next piece of output and returns what it decided.
 func (p *Parser) Add(piece string) Delta {
 	p.buf += piece
-	return p.step(false)
+	return p.drop(p.step(false))
+}
+
+// Next is Add, followed by Finish when piece is the output's last.
+func (p *Parser) Next(piece string, last bool) Delta {
+	d := p.Add(piece)
+	if last {
+		d.Append(p.Finish())
+	}
+	return d
+}
+
+// Empty tells whether a delta decided nothing to send.
+func (d Delta) Empty() bool {
+	return d.Content == "" && d.Thinking == "" && len(d.ToolCalls) == 0
+}
+
+// drop removes thinking when the options ask for it.
+func (p *Parser) drop(d Delta) Delta {
+	if p.o.DropThinking {
+		d.Thinking = ""
+	}
+	return d
 }
 
 // Finish ends the output: everything still held back is decided.
 func (p *Parser) Finish() Delta {
-	return p.step(true)
+	return p.drop(p.step(true))
 }
 
 // Warnings describe output that looked like tool calls and was returned
@@ -94,9 +120,7 @@ func (p *Parser) Warnings() []string { return p.warnings }
 // Parse splits a whole output.
 func Parse(o Options, text string) (Delta, []string) {
 	p := NewParser(o)
-	d := p.Add(text)
-	d.add(p.Finish())
-	return d, p.Warnings()
+	return p.Next(text, true), p.Warnings()
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }

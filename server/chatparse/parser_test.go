@@ -176,9 +176,9 @@ func streamed(o Options, pieces []string) (Delta, []string) {
 	p := NewParser(o)
 	var d Delta
 	for _, s := range pieces {
-		d.add(p.Add(s))
+		d.Append(p.Add(s))
 	}
-	d.add(p.Finish())
+	d.Append(p.Finish())
 	return d, p.Warnings()
 }
 

@@ -95,6 +95,7 @@ func outputOptions(req *Request, tmpl, prompt string) chatparse.Options {
 	}
 	if thinkingTemplate(tmpl) {
 		o.Thinking = true
+		o.DropThinking = req.Think != nil && !*req.Think
 		// A generation prompt that opens the thinking block (DeepSeek R1,
 		// QwQ): the output starts inside it.
 		p := strings.TrimRight(prompt, " \n")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -158,26 +157,13 @@ func (c *Call) Start(ctx context.Context) (*Stream, error) {
 
 // Split passes an event's text through the stream's output parser: the
 // content, thinking and tool calls decided so far (at the final event,
-// all that is left). Thinking is dropped when the request switched it
-// off.
+// all that is left).
 func (s *Stream) Split(ev runner.Event) chatparse.Delta {
-	d := s.parser.Add(ev.Text)
+	d := s.parser.Next(ev.Text, ev.Done)
 	if ev.Done {
-		f := s.parser.Finish()
-		d.Content += f.Content
-		d.Thinking += f.Thinking
-		d.ToolCalls = append(d.ToolCalls, f.ToolCalls...)
 		logWarnings(s.call.model, s.parser)
 	}
-	if t := s.call.ireq.Think; t != nil && !*t {
-		d.Thinking = ""
-	}
 	return d
-}
-
-// empty tells whether a delta has nothing to send.
-func empty(d chatparse.Delta) bool {
-	return d.Content == "" && d.Thinking == "" && len(d.ToolCalls) == 0
 }
 
 // Close ends the generation if it still runs and hands the model back.
@@ -226,18 +212,14 @@ func (s *Stream) ChatFinal(ev runner.Event, d chatparse.Delta) api.ChatResponse 
 // collect reads a stream to its end: the whole answer and the final
 // event.
 func (s *Stream) collect() (chatparse.Delta, runner.Event, error) {
-	var content, thinking strings.Builder
-	var calls []chatparse.ToolCall
+	var all chatparse.Delta
 	for ev := range s.Events {
-		d := s.Split(ev)
-		content.WriteString(d.Content)
-		thinking.WriteString(d.Thinking)
-		calls = append(calls, d.ToolCalls...)
+		all.Append(s.Split(ev))
 		if ev.Done {
 			if ev.Err != nil {
 				return chatparse.Delta{}, ev, errorf(http.StatusInternalServerError, "%v", ev.Err)
 			}
-			return chatparse.Delta{Content: content.String(), Thinking: thinking.String(), ToolCalls: calls}, ev, nil
+			return all, ev, nil
 		}
 	}
 	return chatparse.Delta{}, runner.Event{}, errorf(http.StatusInternalServerError, "generation ended without a result")
@@ -305,7 +287,7 @@ func serve[T any](c echo.Context, stream *bool, call *Call, final func(*Stream, 
 	return streamNDJSON(c, s.Events, func(ev runner.Event) any {
 		d := s.Split(ev)
 		if !ev.Done {
-			if empty(d) {
+			if d.Empty() {
 				return nil // held back by the parser: nothing decided yet
 			}
 			return chunk(d)

@@ -31,7 +31,7 @@ func (h *Handler) chat(c echo.Context, webui bool) error {
 	}
 	defer g.close()
 	a := &chatAnswer{g: g, model: req.Model, created: time.Now().Unix(), start: start, webui: webui, logprobs: req.Logprobs,
-		think: reqs[0].Think, calls: make([]int, len(reqs))}
+		calls: make([]int, len(reqs))}
 	for _, r := range reqs {
 		a.parsers = append(a.parsers, chatparse.NewParser(r.Output))
 	}
@@ -54,7 +54,6 @@ type chatAnswer struct {
 	start    time.Time
 	webui    bool
 	logprobs bool
-	think    *bool               // thinking switched off: drop it
 	parsers  []*chatparse.Parser // per choice: content, thinking, tool calls
 	calls    []int               // per choice: tool calls sent
 }
@@ -63,18 +62,11 @@ type chatAnswer struct {
 // the end).
 func (a *chatAnswer) split(i int, text string, done bool) chatparse.Delta {
 	p := a.parsers[i]
-	d := p.Add(text)
+	d := p.Next(text, done)
 	if done {
-		f := p.Finish()
-		d.Content += f.Content
-		d.Thinking += f.Thinking
-		d.ToolCalls = append(d.ToolCalls, f.ToolCalls...)
 		for _, w := range p.Warnings() {
 			slog.Warn("model output", "model", a.model, "warning", w)
 		}
-	}
-	if a.think != nil && !*a.think {
-		d.Thinking = ""
 	}
 	a.calls[i] += len(d.ToolCalls)
 	return d
@@ -160,7 +152,7 @@ func (a *chatAnswer) stream(c echo.Context, includeUsage bool) error {
 	}
 	t, ok := a.g.relay(s, func(x indexed) any {
 		d := a.split(x.i, x.ev.Text, x.ev.Done)
-		if d.Content == "" && d.Thinking == "" && len(d.ToolCalls) == 0 && (!a.logprobs || len(x.ev.Logprobs) == 0) {
+		if d.Empty() && (!a.logprobs || len(x.ev.Logprobs) == 0) {
 			return nil
 		}
 		var delta Delta
