@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -339,7 +340,8 @@ func render(m *engine.Model, req *Request) ([]engine.Token, chatparse.Options, e
 		toks, err := fimPrompt(m, req)
 		return toks, out, err
 	}
-	if req.Think != nil && *req.Think && !req.Raw && !thinkingTemplate(req.Template+m.Meta.ChatTemplate+m.Meta.ChatTemplates["tool_use"]) {
+	if req.Think != nil && *req.Think && !req.Raw &&
+		!slices.Contains(TemplateCapabilities(req.Template, m.Meta.ChatTemplate, m.Meta.ChatTemplates["tool_use"]), "thinking") {
 		return nil, out, Errorf(BadRequest, "model %q does not support thinking", req.Model)
 	}
 	var text string
