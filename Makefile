@@ -24,6 +24,8 @@ LDFLAGS := -X 'github.com/tadpole-llm/tadpole/engine.BuildFlags=$(ISA_FLAGS)' \
 CUDA_ARCHITECTURES ?= 80;86;89;90
 LIBDIR ?= lib/tadpole
 
+
+.PHONY: test-one
 .PHONY: all build run test bench fmt vet deps flags clean cuda gpu-check-tools fuzz
 
 all: build
@@ -45,8 +47,14 @@ run: build
 	@echo "Try:  curl -s http://$(HOST)/api/generate -d '{\"model\":\"$(DEMO)\",\"prompt\":\"Once upon a time\",\"stream\":false,\"options\":{\"temperature\":0,\"num_predict\":30}}'"
 	$(BIN) serve --host $(HOST) --models models/demo --data-dir bin/data
 
+# PKG and RUN narrow a run: make test-one PKG=./server RUN=TestEmbed
+PKG ?= ./...
+RUN ?= .
 test: deps vet
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+test-one: deps
+	$(GO) test -race -count=1 -timeout 30m -run '$(RUN)' $(PKG)
 
 vet:
 	$(GO) vet ./...
