@@ -21,6 +21,13 @@
 //   - [ErrCorrupt]: a structurally invalid file (unknown value or tensor
 //     type, bad alignment, duplicate keys or tensor names, ...).
 //
+// Reading a file does not make it a model llama.cpp can load. [File.Validate]
+// checks a model's header against its tensors and against what llama.cpp
+// asserts on or sizes allocations from (block_count, head counts, the
+// vocabulary arrays, every count bounded); its errors wrap [ErrInvalid]
+// and name the key and the bad value. The model store calls it whenever
+// a GGUF enters the store or is listed.
+//
 // Metadata values are kept as plain Go values: uint8, int8, uint16, int16,
 // uint32, int32, float32, bool, string, uint64, int64, float64 for scalars,
 // a typed slice ([]string, []float32, []int32, ...) for an array, and []any

@@ -324,7 +324,9 @@ func FuzzRead(f *testing.F) {
 	f.Add(b.Bytes())
 	f.Add([]byte("GGUF"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		Read(bytes.NewReader(data), int64(len(data)))
+		if gf, err := Read(bytes.NewReader(data), int64(len(data))); err == nil {
+			gf.Validate() // must not panic either
+		}
 	})
 }
 
