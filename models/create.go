@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/tadpole-llm/tadpole/models/gguf"
 )
 
 // Create builds the model name from a Modelfile and writes its manifest,
@@ -35,6 +33,10 @@ import (
 //   - LICENSE lines are added to the inherited licenses;
 //   - MESSAGE lines, when present, replace the inherited messages;
 //   - ADAPTER lines (a GGUF path or blob digest) add LoRA adapters.
+//
+// Every GGUF file or blob is validated first ([CheckGGUF]): one llama.cpp
+// cannot load fails the create with an error wrapping [ErrInvalidModel]
+// that names the key, and no manifest is written.
 func (s *Store) Create(name string, mf *Modelfile, progress func(status string)) error {
 	n, err := ParseName(name)
 	if err != nil {
@@ -284,11 +286,13 @@ func (b *builder) importFile(p, want string) (Layer, error) {
 	return Layer{MediaType: mt, Digest: d, Size: size}, nil
 }
 
-// ggufMediaType checks that p is a GGUF file and picks its layer type.
+// ggufMediaType checks that p is a GGUF file llama.cpp can load (see
+// CheckGGUF: errors wrap ErrInvalidModel and name the key) and picks its
+// layer type.
 func ggufMediaType(p, want string) (string, error) {
-	f, err := gguf.Open(p)
+	f, err := CheckGGUF(p)
 	if err != nil {
-		return "", fmt.Errorf("not a usable GGUF file: %w", err)
+		return "", err
 	}
 	if want != "" {
 		return want, nil

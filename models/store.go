@@ -43,6 +43,8 @@ type Store struct {
 	mu      sync.Mutex
 	pinned  map[string]time.Time     // blobs kept from GC until a manifest references them
 	details map[string]cachedDetails // GGUF details by file path
+	checked map[string]checkedFile   // GGUF validation by file path (check.go)
+	warned  map[string]string        // the last warning logged per model name (check.go)
 }
 
 // Entry is one model of the store.
@@ -105,6 +107,9 @@ func (s *Store) resolve(n Name) (Entry, error) {
 		return Entry{}, err
 	}
 	if p, fi, ok := s.bareFile(n); ok {
+		if err := s.checkFile(p); err != nil {
+			return Entry{}, fmt.Errorf("model %q: %w", n.String(), err)
+		}
 		return s.bareEntry(n, p, fi), nil
 	}
 	return Entry{}, fmt.Errorf("model %q: %w", n.String(), ErrNotFound)
@@ -180,6 +185,12 @@ func (s *Store) manifestEntry(p string, n Name) (Entry, error) {
 	}
 	if _, err := os.Stat(e.Path); err != nil {
 		return Entry{}, fmt.Errorf("model %q: model blob %s: %w", n.String(), e.ModelDigest, err)
+	}
+	// Nothing may size memory from a GGUF llama.cpp cannot load.
+	for _, p := range append(append([]string{e.Path}, e.Adapters...), e.Projectors...) {
+		if err := s.checkFile(p); err != nil {
+			return Entry{}, fmt.Errorf("model %q: %w", n.String(), err)
+		}
 	}
 	// Ollama's config blob holds the details; what it lacks comes from
 	// the GGUF header.
@@ -298,7 +309,8 @@ func (s *Store) configDetails(c Layer) Details {
 // List returns every servable model of the store, sorted by display
 // name: all manifests with a GGUF model layer (unreadable or
 // unsupported ones are left out), then the bare NAME.gguf files whose
-// name no manifest has.
+// name no manifest has. A model whose GGUF file llama.cpp cannot load
+// ([ErrInvalidModel]) is left out with a logged warning.
 func (s *Store) List() ([]Entry, error) {
 	if s.Dir == "" {
 		return nil, nil
@@ -312,6 +324,8 @@ func (s *Store) List() ([]Entry, error) {
 		p := filepath.Join(s.manifestsDir(), n.filepath())
 		if e, err := s.manifestEntry(p, n); err == nil {
 			out = append(out, e)
+		} else if errors.Is(err, ErrInvalidModel) {
+			s.warnInvalid(n, p, err)
 		}
 	}
 	des, err := os.ReadDir(s.Dir)
@@ -328,6 +342,10 @@ func (s *Store) List() ([]Entry, error) {
 			continue
 		}
 		if p, fi, ok := s.bareFile(n); ok {
+			if err := s.checkFile(p); err != nil {
+				s.warnInvalid(n, p, err)
+				continue
+			}
 			out = append(out, s.bareEntry(n, p, fi))
 		}
 	}
