@@ -69,6 +69,13 @@ var kvTypeSizes = map[string]float64{
 // batches of nBatch tokens.
 func EstimateMemory(f *gguf.File, ctxTokens int, kvType string, nBatch int) (Estimate, error) {
 	layers, _ := f.ArchUint("block_count")
+	// Guard: block_count sizes an allocation here. The store refuses a
+	// model whose header fails gguf.Validate, but this function must not
+	// trust its input on its own: a crafted 2^37 once ran the process out
+	// of memory on the next line.
+	if layers > gguf.MaxBlockCount {
+		return Estimate{}, fmt.Errorf("%s.block_count is %d, at most %d allowed", f.Architecture(), layers, gguf.MaxBlockCount)
+	}
 	e := Estimate{Layers: int(layers), LayerBytes: make([]uint64, layers)}
 	for _, t := range f.Tensors {
 		size := t.Size()
