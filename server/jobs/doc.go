@@ -11,6 +11,10 @@
 // too often fails instead). An exclusive lock on the data directory keeps
 // a second process from running the same jobs.
 //
+// Limits: a run past Config.Deadline is stopped and the job fails with
+// "deadline exceeded"; an owner with Config.MaxQueuedPerOwner jobs queued
+// gets ErrQuota from Submit.
+//
 // The package knows nothing of what a job does or of HTTP: the caller
 // gives the workers a function that runs one job and returns its result.
 package jobs

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,6 +87,9 @@ var (
 	ErrFinished = errors.New("job has already finished")
 	// ErrBadCursor: List's After is not a cursor List returned.
 	ErrBadCursor = errors.New("invalid page cursor")
+	// ErrQuota: the owner already has Config.MaxQueuedPerOwner jobs
+	// queued.
+	ErrQuota = errors.New("too many queued jobs")
 )
 
 // Config configures a Store.
@@ -97,6 +101,14 @@ type Config struct {
 	// MaxAttempts is how many runs of a job a crash may interrupt before
 	// the job fails instead of running again (default 3).
 	MaxAttempts int
+	// Deadline bounds one run of a job: a run still going after it is
+	// stopped (freeing what it held) and the job fails with "deadline
+	// exceeded" (0: no limit).
+	Deadline time.Duration
+	// MaxQueuedPerOwner is how many queued jobs one owner may have; Submit
+	// refuses more with ErrQuota (0: no limit). Jobs submitted without an
+	// owner share one quota.
+	MaxQueuedPerOwner int
 }
 
 // Store is the job database and, once started, its workers.
@@ -131,6 +143,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, seq);
 CREATE INDEX IF NOT EXISTS jobs_finished ON jobs(finished_at) WHERE finished_at > 0;
+CREATE INDEX IF NOT EXISTS jobs_owner ON jobs(owner, state);
 `
 
 // Open opens (creating) the job database in cfg.Dir, locks the directory
@@ -212,16 +225,29 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-// Submit stores a new queued job; it is durable when Submit returns.
+// Submit stores a new queued job; it is durable when Submit returns. An
+// owner with MaxQueuedPerOwner jobs queued already gets ErrQuota: the
+// count and the insert are one statement, so concurrent submissions
+// cannot overshoot the quota.
 func (s *Store) Submit(ctx context.Context, typ, owner string, request []byte) (*Job, error) {
 	if request == nil {
 		request = []byte{}
 	}
+	quota := int64(s.cfg.MaxQueuedPerOwner)
+	if quota <= 0 {
+		quota = math.MaxInt64
+	}
 	j := &Job{ID: newID(), Type: typ, Owner: owner, State: Queued, Request: request, CreatedAt: time.Now().UTC()}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO jobs (id, type, owner, state, request, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		j.ID, j.Type, j.Owner, j.State, j.Request, j.CreatedAt.UnixNano())
+	res, err := s.db.ExecContext(ctx, `INSERT INTO jobs (id, type, owner, state, request, created_at)
+		SELECT ?, ?, ?, ?, ?, ? WHERE (SELECT COUNT(*) FROM jobs WHERE owner = ? AND state = 'queued') < ?`,
+		j.ID, j.Type, j.Owner, j.State, j.Request, j.CreatedAt.UnixNano(), j.Owner, quota)
 	if err != nil {
 		return nil, fmt.Errorf("submit job: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, fmt.Errorf("submit job: %w", err)
+	} else if n == 0 {
+		return nil, fmt.Errorf("%w: at most %d may wait per owner", ErrQuota, quota)
 	}
 	s.poke()
 	return j, nil

@@ -83,7 +83,15 @@ func (s *Store) runOne(j *Job, run RunFunc) {
 		cancel() // cancelled between the claim and now
 	}
 	start := time.Now()
-	result, err := safeRun(ctx, run, j)
+	runCtx, stopRun := ctx, context.CancelFunc(func() {})
+	if s.cfg.Deadline > 0 {
+		runCtx, stopRun = context.WithTimeout(ctx, s.cfg.Deadline)
+	}
+	result, err := safeRun(runCtx, run, j)
+	// Only the timer ends runCtx with DeadlineExceeded: a cancel or the
+	// store's stop end it with Canceled.
+	overdue := errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	stopRun()
 	cancel()
 	s.mu.Lock()
 	delete(s.running, j.ID)
@@ -100,6 +108,11 @@ func (s *Store) runOne(j *Job, run RunFunc) {
 	case s.ctx.Err() != nil:
 		_, dbErr = s.db.ExecContext(bg, `UPDATE jobs SET state = 'queued', started_at = 0, attempts = attempts - 1 WHERE id = ? AND state = 'running'`, j.ID)
 		slog.Info("job interrupted by the stop; queued again", "id", j.ID, "type", j.Type)
+	case overdue:
+		msg := fmt.Sprintf("deadline exceeded: the job ran longer than the server's limit of %v", s.cfg.Deadline)
+		_, dbErr = s.db.ExecContext(bg, `UPDATE jobs SET state = 'failed', error = ?, finished_at = ? WHERE id = ? AND state = 'running'`,
+			msg, now, j.ID)
+		slog.Warn("job failed", "id", j.ID, "type", j.Type, "error", msg)
 	default:
 		_, dbErr = s.db.ExecContext(bg, `UPDATE jobs SET state = 'failed', error = ?, finished_at = ? WHERE id = ? AND state = 'running'`,
 			err.Error(), now, j.ID)
