@@ -42,6 +42,9 @@ type Config struct {
 	// it at Shutdown.
 	Jobs       *jobs.Store
 	JobWorkers int
+	// JobMaxTokens is the most tokens an ollama job may generate; more,
+	// or unlimited, is refused at submission (0: no limit).
+	JobMaxTokens int
 }
 
 // Server serves every API dialect over one model store and scheduler.
@@ -81,7 +84,7 @@ func New(cfg Config) *Server {
 	oa := &openai.Handler{Infer: h.Infer, Store: store}
 	oa.RegisterV1(e.Group("/v1", openai.Errors))
 	oa.RegisterWebUI(e.Group("/api/chat/completions", openai.Errors))
-	an := &anura.Handler{Store: store, Infer: h.Infer, Jobs: cfg.Jobs, Usage: cfg.Auth.Usage()}
+	an := &anura.Handler{Store: store, Infer: h.Infer, Jobs: cfg.Jobs, Usage: cfg.Auth.Usage(), JobMaxTokens: cfg.JobMaxTokens}
 	an.Register(e)
 	if s.jobs = cfg.Jobs; s.jobs != nil {
 		workers := cfg.JobWorkers

@@ -20,6 +20,9 @@ import (
 type apiFlags struct {
 	keysFile, maxBody, dataDir, retention *string
 	rate, streams, workers                *int
+	// the job limits
+	jobTimeout                *string
+	jobMaxTokens, jobQueueKey *int
 }
 
 func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
@@ -31,6 +34,12 @@ func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
 		dataDir:   fs.String("data-dir", env("TADPOLE_DATA_DIR", ""), "directory of the job database (default: \"data\" beside the models directory) (TADPOLE_DATA_DIR)"),
 		workers:   fs.Int("job-workers", envInt("TADPOLE_JOB_WORKERS", 2), "jobs run at once (TADPOLE_JOB_WORKERS)"),
 		retention: fs.String("job-retention", env("TADPOLE_JOB_RETENTION", "168h"), "how long finished jobs are kept, e.g. 72h or 30d; 0: forever (TADPOLE_JOB_RETENTION)"),
+		jobTimeout: fs.String("job-timeout", env("TADPOLE_JOB_TIMEOUT", "30m"),
+			"longest run of one job; a job past it fails with \"deadline exceeded\"; 0: no limit (TADPOLE_JOB_TIMEOUT)"),
+		jobMaxTokens: fs.Int("job-max-tokens", envInt("TADPOLE_JOB_MAX_TOKENS", 4096),
+			"most tokens a job may generate: jobs asking for more or for no limit get 400, jobs without num_predict get at most this; 0: no limit (TADPOLE_JOB_MAX_TOKENS)"),
+		jobQueueKey: fs.Int("job-queue-per-key", envInt("TADPOLE_JOB_QUEUE_PER_KEY", 64),
+			"most queued jobs per API key (all clients share one quota without keys); more get 429; 0: no limit (TADPOLE_JOB_QUEUE_PER_KEY)"),
 	}
 }
 
@@ -60,16 +69,27 @@ func (f *apiFlags) apply(cfg *server.Config) error {
 	if *f.workers < 1 {
 		return fmt.Errorf("--job-workers must be at least 1")
 	}
+	jobTimeout, err := time.ParseDuration(*f.jobTimeout)
+	if err != nil || jobTimeout < 0 {
+		return fmt.Errorf("--job-timeout: want a duration such as 30m or 2h (0: no limit), not %q", *f.jobTimeout)
+	}
+	if *f.jobMaxTokens < 0 {
+		return fmt.Errorf("--job-max-tokens must be 0 (no limit) or more, not %d", *f.jobMaxTokens)
+	}
+	if *f.jobQueueKey < 0 {
+		return fmt.Errorf("--job-queue-per-key must be 0 (no limit) or more, not %d", *f.jobQueueKey)
+	}
 	dir := *f.dataDir
 	if dir == "" {
 		dir = filepath.Join(filepath.Dir(filepath.Clean(cfg.ModelsDir)), "data")
 	}
-	cfg.Jobs, err = jobs.Open(jobs.Config{Dir: dir, Retention: retention})
+	cfg.Jobs, err = jobs.Open(jobs.Config{Dir: dir, Retention: retention, Deadline: jobTimeout, MaxQueuedPerOwner: *f.jobQueueKey})
 	if err != nil {
 		return err
 	}
-	cfg.JobWorkers = *f.workers
-	slog.Info("jobs", "data_dir", dir, "workers", *f.workers, "retention", retention)
+	cfg.JobWorkers, cfg.JobMaxTokens = *f.workers, *f.jobMaxTokens
+	slog.Info("jobs", "data_dir", dir, "workers", *f.workers, "retention", retention,
+		"timeout", jobTimeout, "max_tokens", *f.jobMaxTokens, "queue_per_key", *f.jobQueueKey)
 	return nil
 }
 

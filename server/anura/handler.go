@@ -25,6 +25,11 @@ type Handler struct {
 	// Usage receives the tokens of jobs, under the id of the key that
 	// submitted them (nil: not counted).
 	Usage *usage.Table
+	// JobMaxTokens is the most tokens an ollama job may generate: a job
+	// asking for more, or for no limit, is refused at submission (400),
+	// and a job that sets no num_predict gets at most this many (0: no
+	// limit).
+	JobMaxTokens int
 }
 
 // Register adds the routes to e.
@@ -53,10 +58,12 @@ func reply(c echo.Context, code int, message string, data any) error {
 	return c.JSON(code, envelope{Data: data, Message: message, Status: code})
 }
 
-// apiError is an error answer of a handler.
+// apiError is an error answer of a handler; retryAfter (seconds) is sent
+// as Retry-After when set.
 type apiError struct {
-	code int
-	msg  string
+	code       int
+	msg        string
+	retryAfter int
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -72,7 +79,7 @@ func handle(f echo.HandlerFunc) echo.HandlerFunc {
 		err := f(c)
 		var ae *apiError
 		if errors.As(err, &ae) {
-			return dialect.Write(c, dialect.Error{Status: ae.code, Message: ae.msg})
+			return dialect.Write(c, dialect.Error{Status: ae.code, Message: ae.msg, RetryAfter: ae.retryAfter})
 		}
 		return err
 	}

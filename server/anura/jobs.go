@@ -28,6 +28,10 @@ const (
 // jobPriority puts jobs behind interactive requests (0) for slots.
 const jobPriority = -1
 
+// quotaRetryAfter is the Retry-After (seconds) of a submission refused
+// because the key's queue is full.
+const quotaRetryAfter = 10
+
 // jobDoc is a job as the API shows it. Status is the numeric state: 0
 // queued, 1 running, 2 completed (results ready), 3 failed, 4 cancelled.
 type jobDoc struct {
@@ -104,6 +108,10 @@ func (h *Handler) submit(c echo.Context, typ string, body []byte) error {
 		return err
 	}
 	j, err := st.Submit(c.Request().Context(), typ, owner(c), body)
+	if errors.Is(err, jobs.ErrQuota) {
+		return &apiError{code: http.StatusTooManyRequests, retryAfter: quotaRetryAfter,
+			msg: fmt.Sprintf("%v for this API key; submit more when some have run", err)}
+	}
 	if err != nil {
 		return errorf(http.StatusInternalServerError, "%v", err)
 	}
@@ -210,12 +218,53 @@ func (h *Handler) submitOllama(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if chat != nil {
-		c.Set("model", chat.Model)
-	} else {
-		c.Set("model", gen.Model)
+	model, opts := jobModel(gen, chat)
+	c.Set("model", model)
+	if err := h.limitTokens(model, opts); err != nil {
+		return err
 	}
 	return h.submit(c, typeOllama, body)
+}
+
+// jobModel is an ollama job's model and options.
+func jobModel(gen *api.GenerateRequest, chat *api.ChatRequest) (string, map[string]any) {
+	if chat != nil {
+		return chat.Model, chat.Options
+	}
+	return gen.Model, gen.Options
+}
+
+// limitTokens applies JobMaxTokens to an ollama job's options (after
+// parseOllama, so max_tokens is num_predict): a num_predict over the limit
+// or unlimited (negative) is refused with a 400 naming the limit, never
+// lowered; a job without one gets the model's default num_predict when
+// that is within the limit, else the limit.
+func (h *Handler) limitTokens(model string, opts map[string]any) error {
+	limit := h.JobMaxTokens
+	if limit <= 0 {
+		return nil
+	}
+	if v, ok := opts["num_predict"]; ok {
+		o := api.DefaultOptions()
+		if _, err := o.Apply(map[string]any{"num_predict": v}); err != nil {
+			return errorf(http.StatusBadRequest, "%v", err)
+		}
+		if o.NumPredict < 0 || o.NumPredict > limit {
+			return errorf(http.StatusBadRequest, "num_predict %d is over the job limit: a job may generate at most %d tokens (num_predict or max_tokens 0..%d; unlimited is not allowed)",
+				o.NumPredict, limit, limit)
+		}
+		return nil
+	}
+	def := -1
+	if h.Infer != nil {
+		if o, err := h.Infer.ModelOptions(model); err == nil {
+			def = o.NumPredict
+		}
+	}
+	if def < 0 || def > limit {
+		opts["num_predict"] = limit
+	}
+	return nil
 }
 
 func (h *Handler) getJob(c echo.Context) error {
@@ -339,6 +388,10 @@ func (h *Handler) RunJob(ctx context.Context, j *jobs.Job) ([]byte, error) {
 func (h *Handler) runOllama(ctx context.Context, j *jobs.Job) ([]byte, error) {
 	gen, chat, err := parseOllama(j.Request)
 	if err != nil {
+		return nil, err
+	}
+	// Checked again: the limit may have been lowered since submission.
+	if err := h.limitTokens(jobModel(gen, chat)); err != nil {
 		return nil, err
 	}
 	r := ollama.Runner{Infer: h.Infer, Priority: jobPriority}
