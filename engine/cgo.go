@@ -48,6 +48,7 @@ var initOnce sync.Once
 func Init(backendDir string) {
 	initOnce.Do(func() {
 		C.tadpole_log_init()
+		initAbort()
 		if backendDir != "" {
 			loadBackends(backendDir)
 		}

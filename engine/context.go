@@ -76,6 +76,9 @@ var kvTypes = map[string]C.enum_ggml_type{
 
 // NewContext creates a context over the model.
 func (m *Model) NewContext(p ContextParams) (*Context, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	kv, ok := kvTypes[strings.ToLower(p.KVType)]
 	if !ok {
 		return nil, fmt.Errorf("new context: unknown KV cache type %q", p.KVType)
@@ -163,6 +166,22 @@ func (c *Context) NumCtxSeq() int { return int(C.llama_n_ctx_seq(c.c)) }
 // NumBatch is the most tokens one Decode may take.
 func (c *Context) NumBatch() int { return int(C.llama_n_batch(c.c)) }
 
+// NumUBatch is the physical micro-batch: a non-causal model (an encoder)
+// must see a whole sequence in one micro-batch.
+func (c *Context) NumUBatch() int { return int(C.llama_n_ubatch(c.c)) }
+
+// MaxBatchTokens is the most tokens one Decode accepts: llama.cpp's real
+// n_batch (it pads n_ctx and clamps n_batch to it), and for an embedding
+// context its n_ubatch too, since encoders and non-causal pooling need
+// the whole sequence in one micro-batch.
+func (c *Context) MaxBatchTokens() int {
+	n := c.NumBatch()
+	if c.embd {
+		n = min(n, c.NumUBatch())
+	}
+	return n
+}
+
 // NumSeqMax is the number of sequences the context holds.
 func (c *Context) NumSeqMax() int { return int(C.llama_n_seq_max(c.c)) }
 
@@ -171,6 +190,11 @@ func (c *Context) NumSeqMax() int { return int(C.llama_n_seq_max(c.c)) }
 func (c *Context) Decode(b *Batch) error {
 	if b.Len() == 0 {
 		return nil
+	}
+	// llama_decode asserts n_tokens <= n_batch (and <= n_ubatch without
+	// causal attention): refuse instead of aborting the process.
+	if limit := c.MaxBatchTokens(); b.Len() > limit {
+		return fmt.Errorf("decode: batch of %d tokens is larger than the context's batch size %d", b.Len(), limit)
 	}
 	b.c.n_tokens = C.int32_t(b.n)
 	rc := C.llama_decode(c.c, b.c)
@@ -271,15 +295,19 @@ type Batch struct {
 	out []C.int8_t
 }
 
-// NewBatch allocates a batch for up to capacity tokens.
-func NewBatch(capacity int) *Batch {
+// NewBatch allocates a batch for up to capacity tokens (1..MaxContext:
+// llama_batch_init takes an int32).
+func NewBatch(capacity int) (*Batch, error) {
+	if err := inRange("batch capacity", int64(capacity), 1, MaxContext); err != nil {
+		return nil, err
+	}
 	b := &Batch{c: C.llama_batch_init(C.int32_t(capacity), 0, 1), cap: capacity}
 	b.tok = unsafe.Slice(b.c.token, capacity)
 	b.pos = unsafe.Slice(b.c.pos, capacity)
 	b.nsq = unsafe.Slice(b.c.n_seq_id, capacity)
 	b.sq = unsafe.Slice(b.c.seq_id, capacity)
 	b.out = unsafe.Slice(b.c.logits, capacity)
-	return b
+	return b, nil
 }
 
 // Add appends a token and returns its index in the batch (the index to

@@ -39,7 +39,10 @@ func generate(t testing.TB, m *Model, prompt []Token, n int, p SamplerParams) (s
 		t.Fatal(err)
 	}
 	defer s.Close()
-	b := NewBatch(256)
+	b, err := NewBatch(256)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer b.Close()
 	for i, tok := range prompt {
 		b.Add(tok, i, 0, i == len(prompt)-1)
@@ -237,7 +240,10 @@ func TestEmbeddings(t *testing.T) {
 		}
 		defer ctx.Close()
 		toks, _ := m.Tokenize(s, true, false)
-		b := NewBatch(len(toks))
+		b, err := NewBatch(len(toks))
+	if err != nil {
+		t.Fatal(err)
+	}
 		defer b.Close()
 		for i, tok := range toks {
 			b.Add(tok, i, 0, true)
@@ -279,7 +285,10 @@ func TestMemoryOps(t *testing.T) {
 	}
 	defer ctx.Close()
 	toks, _ := m.Tokenize("Once upon a time there was", true, false)
-	b := NewBatch(256)
+	b, err := NewBatch(256)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer b.Close()
 	for i, tok := range toks {
 		b.Add(tok, i, 0, i == len(toks)-1)
@@ -437,5 +446,52 @@ func TestScriptModel(t *testing.T) {
 		if text, _ := greedy(t, m, toks, 40); text != c.want {
 			t.Errorf("%q:\n got %q\nwant %q", c.prompt, text, c.want)
 		}
+	}
+}
+
+// The engine refuses values llama.cpp would assert on or truncate, with
+// an error naming the value (engine/limits.go), instead of handing them
+// on.
+func TestEngineContract(t *testing.T) {
+	m := loadStories(t)
+	for _, p := range []ContextParams{
+		{NumCtx: 1 << 40}, {NumBatch: -1}, {NumSeqMax: MaxSeq + 1}, {Threads: 100000}, {ThreadsBatch: MaxThreads + 1},
+	} {
+		var re *RangeError
+		if _, err := m.NewContext(p); !errors.As(err, &re) {
+			t.Errorf("%+v: %v", p, err)
+		}
+	}
+	for _, n := range []int{0, -1, MaxContext + 1} {
+		if _, err := NewBatch(n); err == nil {
+			t.Errorf("batch of %d accepted", n)
+		}
+	}
+	for _, p := range []SamplerParams{
+		{TopK: 1 << 40}, {RepeatLastN: MaxRepeatLastN + 1, Temperature: 1}, {RepeatLastN: -2}, {Mirostat: 3},
+		{Temperature: float32(math.Inf(1))}, {TopP: float32(math.NaN())},
+		{LogitBias: map[Token]float32{1: float32(math.NaN())}},
+	} {
+		if _, err := m.NewSampler(p); err == nil {
+			t.Errorf("%+v accepted", p)
+		}
+	}
+	// A batch larger than the context's real n_batch (llama.cpp clamps
+	// n_batch to n_ctx, padded to 256) is refused, not asserted on.
+	ctx, err := m.NewContext(ContextParams{NumCtx: 100, NumBatch: 100, NumUBatch: 100, Threads: 1, Embeddings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	b, err := NewBatch(300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for i := 0; i < 200; i++ {
+		b.Add(Token(10+i%50), i, 0, true)
+	}
+	if err := ctx.Decode(b); err == nil || !strings.Contains(err.Error(), "batch size") {
+		t.Fatalf("oversized batch: %v", err)
 	}
 }

@@ -74,6 +74,9 @@ func tadpoleProgress(progress C.float, user unsafe.Pointer) C._Bool {
 // error; a failed load leaves nothing allocated.
 func LoadModel(path string, p ModelParams) (*Model, error) {
 	Init("")
+	if err := p.check(); err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
 	gf, err := checkFile(path)
 	if err != nil {
 		return nil, err

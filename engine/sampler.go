@@ -43,6 +43,9 @@ type Sampler struct {
 // bias and greedy: temperature 0 means the model's single most likely
 // continuation, as Ollama's own sampler does.
 func (m *Model) NewSampler(p SamplerParams) (*Sampler, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	chain := C.llama_sampler_chain_init(C.llama_sampler_chain_default_params())
 	s := &Sampler{c: chain}
 	add := func(x *C.struct_llama_sampler) { C.llama_sampler_chain_add(chain, x) }

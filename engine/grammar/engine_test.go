@@ -107,7 +107,10 @@ func generateWith(t *testing.T, m *engine.Model, p engine.SamplerParams, max int
 		t.Fatal(err)
 	}
 	defer s.Close()
-	b := engine.NewBatch(64)
+	b, err := engine.NewBatch(64)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer b.Close()
 	for i, tok := range prompt {
 		b.Add(tok, i, 0, i == len(prompt)-1)

@@ -33,6 +33,10 @@ type Request struct {
 	// NumPredict limits the generated tokens: -1 (or 0 before defaults
 	// are applied by the caller) unlimited, -2 until the context is full.
 	NumPredict int
+	// NumCtx is the request's context window in tokens (0: the runner's
+	// Config.NumCtx; never more): the prompt is truncated and generation
+	// shifts or stops at it, as on an instance loaded with that context.
+	NumCtx int
 	// NumKeep is how many tokens from the start survive truncation and
 	// context shifts.
 	NumKeep int
@@ -91,6 +95,10 @@ type Event struct {
 	Tokens     []engine.Token
 }
 
+// MaxTopLogprobs bounds the alternatives reported per token (OpenAI's
+// limit); each costs a pass over the vocabulary.
+const MaxTopLogprobs = 20
+
 // ErrClosed is returned for requests to a runner that was closed.
 var ErrClosed = errors.New("runner closed")
 
@@ -128,6 +136,10 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 	if cfg.NumBatch <= 0 {
 		cfg.NumBatch = 512
 	}
+	if cfg.Parallel > engine.MaxSeq || cfg.NumCtx > engine.MaxContext/cfg.Parallel {
+		return nil, fmt.Errorf("runner: %d slots of %d tokens do not fit one context (at most %d slots, %d tokens in all)",
+			cfg.Parallel, cfg.NumCtx, engine.MaxSeq, engine.MaxContext)
+	}
 	ctx, err := m.NewContext(engine.ContextParams{
 		NumCtx:    cfg.NumCtx * cfg.Parallel,
 		NumBatch:  cfg.NumBatch,
@@ -140,9 +152,14 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	batch, err := engine.NewBatch(min(cfg.NumBatch, ctx.NumBatch()))
+	if err != nil {
+		ctx.Close()
+		return nil, err
+	}
 	r := &Runner{
 		model: m, ctx: ctx, cfg: cfg,
-		batch: engine.NewBatch(cfg.NumBatch),
+		batch: batch,
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 	}
@@ -166,8 +183,17 @@ func (r *Runner) Generate(ctx context.Context, req Request) (<-chan Event, error
 	if len(req.Prompt) == 0 {
 		return nil, errors.New("empty prompt")
 	}
-	if len(req.Prompt) >= r.cfg.NumCtx && req.NoTruncate {
-		return nil, fmt.Errorf("prompt of %d tokens does not fit the context of %d tokens", len(req.Prompt), r.cfg.NumCtx)
+	if req.NumCtx < 0 || req.NumCtx > r.cfg.NumCtx {
+		return nil, fmt.Errorf("num_ctx %d is out of range (1..%d)", req.NumCtx, r.cfg.NumCtx)
+	}
+	if req.NumCtx == 0 {
+		req.NumCtx = r.cfg.NumCtx
+	}
+	if req.TopLogprobs < 0 || req.TopLogprobs > MaxTopLogprobs {
+		return nil, fmt.Errorf("top_logprobs %d is out of range (0..%d)", req.TopLogprobs, MaxTopLogprobs)
+	}
+	if len(req.Prompt) >= req.NumCtx && req.NoTruncate {
+		return nil, fmt.Errorf("prompt of %d tokens does not fit the context of %d tokens", len(req.Prompt), req.NumCtx)
 	}
 	for _, t := range req.Prompt {
 		if t < 0 || int(t) >= r.model.VocabSize() {

@@ -36,12 +36,12 @@ type slot struct {
 // fit, reuses the longest cached prefix and takes the request's sampler.
 func (r *Runner) start(s *slot, q *request) {
 	prompt := q.Prompt
-	nctx := r.cfg.NumCtx
+	nctx := q.NumCtx
 	keep := min(max(q.NumKeep, 0), nctx/2)
 	if len(prompt) >= nctx {
 		// Keep the first num_keep tokens and drop the oldest after them so
 		// that half of what is left of the context is free to generate in.
-		target := keep + (nctx-keep)/2
+		target := max(keep+(nctx-keep)/2, 1)
 		drop := len(prompt) - target
 		t := append(append(make([]engine.Token, 0, target), prompt[:keep]...), prompt[keep+drop:]...)
 		slog.Warn("prompt truncated to fit the context", "slot", s.id, "prompt_tokens", len(prompt), "num_ctx", nctx, "num_keep", keep, "kept", len(t))
@@ -94,7 +94,7 @@ func (r *Runner) step() bool {
 		if s.req == nil || !s.hasPending {
 			continue
 		}
-		if len(s.cache) >= r.cfg.NumCtx && !r.shift(s) {
+		if len(s.cache) >= s.req.NumCtx && !r.shift(s) {
 			continue
 		}
 		s.outIdx = r.batch.Add(s.pending, len(s.cache), s.id, true)
@@ -193,7 +193,7 @@ func (r *Runner) sample(s *slot) {
 // memory cannot shift; it reports whether the slot may go on.
 func (r *Runner) shift(s *slot) bool {
 	q := s.req
-	keep := min(max(q.NumKeep, 0), r.cfg.NumCtx/2)
+	keep := min(max(q.NumKeep, 0), q.NumCtx/2)
 	discard := (len(s.cache) - keep) / 2
 	if q.NoShift || q.NumPredict == -2 || discard == 0 || !r.ctx.CanShift() {
 		r.finish(s, "length", nil)

@@ -156,7 +156,10 @@ func promptTokens(m *engine.Model, n int) []engine.Token {
 func rawPrompt(m *engine.Model, n, threads int) float64 {
 	ctx := newCtx(m, 1, n+8, threads)
 	defer ctx.Close()
-	b := engine.NewBatch(512)
+	b, err := engine.NewBatch(512)
+	if err != nil {
+		panic(err)
+	}
 	defer b.Close()
 	toks := promptTokens(m, n)
 	best := 0.0
@@ -182,7 +185,10 @@ func rawPrompt(m *engine.Model, n, threads int) float64 {
 func rawDecode(m *engine.Model, seqs, n, nctx, threads int) (float64, int) {
 	ctx := newCtx(m, seqs, nctx, threads)
 	defer ctx.Close()
-	b := engine.NewBatch(512)
+	b, err := engine.NewBatch(512)
+	if err != nil {
+		panic(err)
+	}
 	defer b.Close()
 	samplers := make([]*engine.Sampler, seqs)
 	idx := make([]int, seqs)

@@ -145,7 +145,10 @@ type Instance struct {
 	Name         string // canonical model name, e.g. "stories:latest"
 	Entry        models.Entry
 	LoadDuration time.Duration
-	release      func()
+	// Window is the request's context in tokens: its num_ctx, or the
+	// instance's default.
+	Window  int
+	release func()
 }
 
 // Release hands the instance back to the scheduler.
@@ -157,6 +160,11 @@ func (in *Instance) Release() {
 }
 
 // Acquire resolves a model and gets a loaded instance for its options.
+// Load-time options are the operator's (Ollama's defaults, the server's
+// flags and the model's PARAMETERs): a request's num_batch, num_gpu,
+// main_gpu, use_mmap, use_mlock and num_thread are ignored with a logged
+// warning, and its num_ctx only picks a window of at most the server's
+// --max-ctx.
 func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, keepAlive *time.Duration) (*Instance, error) {
 	entry, err := s.resolve(model)
 	if err != nil {
@@ -166,10 +174,26 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 		// Refused rather than silently served without the adapter.
 		return nil, Errorf(BadRequest, "model %q has a LoRA adapter (ADAPTER); adapters are not supported yet", model)
 	}
-	name := entry.Name.String()
-	in, loadDur, err := s.Sched.Acquire(ctx, name, sched.KeyFor(entry.Path, opts))
+	operator, err := s.ModelOptions(model)
 	if err != nil {
+		return nil, err
+	}
+	if err := operator.CheckLoad(engine.ThreadLimit()); err != nil {
+		return nil, Errorf(LoadFailed, "model %q has an invalid parameter: %v", model, err)
+	}
+	opts, ignored := opts.WithLoadOptions(operator)
+	if len(ignored) > 0 {
+		slog.Warn("ignoring load-time options from the request: they are the operator's (server flags, Modelfile PARAMETER)",
+			"model", model, "options", ignored)
+	}
+	name := entry.Name.String()
+	key := sched.KeyFor(entry.Path, opts)
+	in, loadDur, err := s.Sched.Acquire(ctx, name, key)
+	if err != nil {
+		var re *engine.RangeError
 		switch {
+		case errors.As(err, &re):
+			return nil, &Error{Kind: BadRequest, Err: &api.OptionError{Name: re.Name, Value: re.Value, Allowed: fmt.Sprintf("%d..%d", re.Min, re.Max)}}
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			return nil, Errorf(BadRequest, "request cancelled while waiting for the model")
 		case errors.Is(err, engine.ErrModelNotFound):
@@ -187,7 +211,17 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 	if keepAlive != nil {
 		ka = *keepAlive
 	}
-	return &Instance{Instance: in, Name: name, Entry: entry, LoadDuration: loadDur, release: func() { s.Sched.Release(in, ka) }}, nil
+	window := opts.NumCtx
+	if window == 0 {
+		window = in.DefaultCtx
+	}
+	return &Instance{Instance: in, Name: name, Entry: entry, LoadDuration: loadDur, Window: window,
+		release: func() { s.Sched.Release(in, ka) }}, nil
+}
+
+// Embed embeds texts on the instance within the request's window.
+func (in *Instance) Embed(texts []string, truncate bool) ([][]float32, int, error) {
+	return in.Instance.Embed(texts, truncate, in.Window)
 }
 
 func (s *Service) resolve(model string) (models.Entry, error) {
@@ -238,8 +272,18 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (<-chan
 		return nil, err
 	}
 	o := req.Options
+	if err := o.CheckRequest(in.Window); err != nil {
+		return nil, &Error{Kind: BadRequest, Err: err}
+	}
+	if req.TopLogprobs < 0 || req.TopLogprobs > runner.MaxTopLogprobs {
+		return nil, &Error{Kind: BadRequest, Err: &api.OptionError{Name: "top_logprobs", Value: req.TopLogprobs, Allowed: fmt.Sprintf("0..%d", runner.MaxTopLogprobs)}}
+	}
+	if o.RepeatLastN == -1 {
+		o.RepeatLastN = in.Window // Ollama: -1 looks back over the whole context
+	}
 	events, err := in.Runner.Generate(ctx, runner.Request{
 		Prompt:      tokens,
+		NumCtx:      in.Window,
 		Sampling:    samplerParams(o, grammar, req.LogitBias),
 		NumPredict:  o.NumPredict,
 		NumKeep:     o.NumKeep,

@@ -37,13 +37,27 @@ type Config struct {
 	// MemoryBytes is the host memory models may use (0: the machine's
 	// total memory, from /proc/meminfo).
 	MemoryBytes uint64
+	// MaxCtx is the largest per-request context a client may ask for with
+	// num_ctx (0: the model's training context, or NumCtx when that is
+	// larger).
+	MaxCtx int
 }
 
-// Key identifies a model instance: the file and every option that changes
-// how it is loaded.
+// MinCtx is the smallest context window a request may ask for.
+const MinCtx = 16
+
+// MaxCtxCap bounds every context window, whatever a GGUF header or the
+// operator says: 1M tokens per slot.
+const MaxCtxCap = 1 << 20
+
+// Key identifies a model instance: the file, its per-slot context and the
+// operator's load options (the server's flags and the model's Modelfile
+// PARAMETERs; a request cannot set them). Given to Acquire, NumCtx is the
+// context window the request needs (0: the model's default); the
+// instance Acquire returns has at least that much.
 type Key struct {
 	Path      string
-	NumCtx    int // 0: the default for the model
+	NumCtx    int
 	NumBatch  int
 	NumGPU    int
 	MainGPU   int
@@ -70,6 +84,8 @@ type Instance struct {
 	LoadedAt     time.Time
 	Placement    Placement
 	NumCtx       int // per-slot context
+	// DefaultCtx is the window of a request that sets no num_ctx.
+	DefaultCtx int
 
 	refs      int
 	expiresAt time.Time // zero: never (while idle)
@@ -110,6 +126,7 @@ func (s *Scheduler) Status() []Status {
 type Scheduler struct {
 	cfg     Config
 	mu      sync.Mutex
+	ctxs    sync.Map // path → trainedCtx
 	loaded  map[Key]*Instance
 	changed chan struct{} // closed and replaced whenever an instance is released or unloaded
 }
@@ -143,12 +160,23 @@ func (s *Scheduler) Config() Config { return s.cfg }
 // Release the instance. The load duration is non-zero when this call
 // loaded the model.
 func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instance, time.Duration, error) {
-	// The estimate is made once, and only when the instance is not loaded.
+	def, maxCtx, err := s.contextLimits(key.Path)
+	if err != nil {
+		return nil, 0, err
+	}
+	want := key.NumCtx
+	if want == 0 {
+		want = def
+	}
+	if err := checkRange("num_ctx", want, MinCtx, maxCtx); err != nil {
+		return nil, 0, err
+	}
+	key.NumCtx = instanceCtx(want, def, maxCtx)
+	// The estimate is made once, and only when no instance fits.
 	var est *Estimate
-	nctx := 0
 	for {
 		s.mu.Lock()
-		if in, ok := s.loaded[key]; ok {
+		if in := s.findLocked(key, want); in != nil {
 			in.refs++
 			s.stopTimer(in)
 			s.mu.Unlock()
@@ -170,8 +198,11 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 			if err != nil {
 				return nil, 0, fmt.Errorf("load: %w", err)
 			}
-			nctx = s.numCtx(key, f)
-			e, err := EstimateMemory(f, nctx*s.cfg.Parallel, s.cfg.KVType, batchSize(key))
+			slots, err := mulInt(key.NumCtx, s.cfg.Parallel)
+			if err != nil {
+				return nil, 0, fmt.Errorf("load %s: %w", key.Path, err)
+			}
+			e, err := EstimateMemory(f, slots, s.cfg.KVType, batchSize(key))
 			if err != nil {
 				return nil, 0, fmt.Errorf("load %s: %w", key.Path, err)
 			}
@@ -179,6 +210,12 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 			continue
 		}
 		place, fits, err := s.placeLocked(*est, key.NumGPU)
+		if errors.Is(err, errNeverFits) {
+			// Too large even with nothing else loaded: refuse without
+			// unloading anything.
+			s.mu.Unlock()
+			return nil, 0, fmt.Errorf("load %s: %w", key.Path, err)
+		}
 		if !fits || (s.cfg.MaxLoaded > 0 && len(s.loaded) >= s.cfg.MaxLoaded) {
 			if s.evictOneLocked() {
 				s.mu.Unlock()
@@ -201,13 +238,13 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 				return nil, 0, fmt.Errorf("load %s: %w", key.Path, err)
 			}
 		}
-		in := &Instance{Key: key, Name: name, refs: 1, ready: make(chan struct{}), Placement: place, NumCtx: nctx}
+		in := &Instance{Key: key, Name: name, refs: 1, ready: make(chan struct{}), Placement: place, NumCtx: key.NumCtx, DefaultCtx: def}
 		s.loaded[key] = in
 		s.mu.Unlock()
 
 		t0 := time.Now()
 		before := s.gpuFree(place.GPUs)
-		in.Model, in.Runner, in.err = s.load(key, nctx, place)
+		in.Model, in.Runner, in.err = s.load(key, key.NumCtx, place)
 		in.LoadDuration = time.Since(t0)
 		in.LoadedAt = time.Now()
 		close(in.ready)
@@ -218,7 +255,7 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 			s.mu.Unlock()
 			return nil, 0, in.err
 		}
-		slog.Info("model loaded", "model", name, "path", key.Path, "num_ctx", nctx, "parallel", s.cfg.Parallel,
+		slog.Info("model loaded", "model", name, "path", key.Path, "num_ctx", key.NumCtx, "parallel", s.cfg.Parallel,
 			"placement", place.Reason, "gpu_layers", place.GPULayers, "processor", place.Processor(),
 			"estimated_mib", place.EstimatedBytes>>20, "weights_mib", in.Model.Meta.SizeBytes>>20,
 			"took", in.LoadDuration.Round(time.Millisecond))
@@ -229,21 +266,6 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 		}
 		return in, in.LoadDuration, nil
 	}
-}
-
-// numCtx is an instance's per-slot context: the request's num_ctx, else
-// the server's default, else min(4096, the model's training context).
-func (s *Scheduler) numCtx(key Key, f *gguf.File) int {
-	switch {
-	case key.NumCtx > 0:
-		return key.NumCtx
-	case s.cfg.NumCtx > 0:
-		return s.cfg.NumCtx
-	}
-	if n := int(f.ContextLength()); n > 0 {
-		return min(4096, n)
-	}
-	return 2048
 }
 
 func batchSize(key Key) int {
@@ -266,7 +288,10 @@ func (s *Scheduler) placeLocked(e Estimate, numGPU int) (Placement, bool, error)
 	for i := range empty {
 		empty[i].FreeBytes = empty[i].TotalBytes
 	}
-	ideal, _ := Place(e, empty, numGPU, s.cfg.MemoryBytes)
+	ideal, err := Place(e, empty, numGPU, s.cfg.MemoryBytes)
+	if err != nil {
+		return ideal, false, fmt.Errorf("%w: %w", errNeverFits, err)
+	}
 	cpuUsed := uint64(0)
 	for _, in := range s.loaded {
 		p := in.Placement
@@ -473,9 +498,10 @@ func (s *Scheduler) Close() {
 // Embed returns the pooled, normalised embedding of each text, and the
 // number of tokens evaluated. It uses a second context of the instance,
 // made on first use and shared by embedding requests one at a time. A
-// text longer than the context is cut to fit when truncate is set, else it
-// is an error.
-func (in *Instance) Embed(texts []string, truncate bool) ([][]float32, int, error) {
+// text longer than window tokens (the request's context; at most the
+// embedding context's real batch size, which llama.cpp asserts on) is cut
+// to fit when truncate is set, else it is an error.
+func (in *Instance) Embed(texts []string, truncate bool, window int) ([][]float32, int, error) {
 	in.embedMu.Lock()
 	defer in.embedMu.Unlock()
 	if in.embedCtx == nil {
@@ -489,20 +515,27 @@ func (in *Instance) Embed(texts []string, truncate bool) ([][]float32, int, erro
 		in.embedCtx = ctx
 	}
 	ctx := in.embedCtx
+	limit := min(ctx.NumCtx(), ctx.MaxBatchTokens())
+	if window > 0 {
+		limit = min(limit, window)
+	}
 	out := make([][]float32, len(texts))
 	total := 0
-	b := engine.NewBatch(ctx.NumCtx())
+	b, err := engine.NewBatch(limit)
+	if err != nil {
+		return nil, 0, err
+	}
 	defer b.Close()
 	for i, text := range texts {
 		toks, err := in.Model.Tokenize(text, true, false)
 		if err != nil {
 			return nil, 0, err
 		}
-		if len(toks) > ctx.NumCtx() {
+		if len(toks) > limit {
 			if !truncate {
-				return nil, 0, fmt.Errorf("input %d has %d tokens, more than the context of %d", i, len(toks), ctx.NumCtx())
+				return nil, 0, fmt.Errorf("input %d has %d tokens, more than the context of %d", i, len(toks), limit)
 			}
-			toks = toks[:ctx.NumCtx()]
+			toks = toks[:limit]
 		}
 		if len(toks) == 0 {
 			return nil, 0, fmt.Errorf("input %d is empty", i)

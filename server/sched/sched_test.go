@@ -138,8 +138,9 @@ func TestEvictsIdleLeastRecentlyUsed(t *testing.T) {
 	s.Release(acquire(t, s, tok512Path), time.Minute)
 	time.Sleep(5 * time.Millisecond)
 	s.Release(acquire(t, s, storiesPath), time.Minute) // stories is now the most recent
-	// A third instance (another num_ctx) evicts tok512, the least recent.
-	in, _, err := s.Acquire(context.Background(), "x", Key{Path: storiesPath, NumCtx: 64, NumGPU: -1})
+	// A third instance (a num_ctx past the default context of 128) evicts
+	// tok512, the least recent.
+	in, _, err := s.Acquire(context.Background(), "x", Key{Path: storiesPath, NumCtx: 200, NumGPU: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+)
+
+// The engine contract: llama.cpp runs inside the server's process, so a
+// GGML_ASSERT it hits aborts every request of every user. Every value the
+// engine hands to llama.cpp is checked here first, against the limit
+// llama.cpp asserts on (or the C type it is truncated to), and refused
+// with an error naming the value and its range. Callers (the runner, the
+// scheduler, the API layer) narrow these further with the names their
+// users know; these checks are the last line, so they hold even when a
+// caller forgets.
+//
+// The asserts and truncations guarded, as in the pinned llama.cpp
+// (b7437, github.com/ollama/ollama v0.24.0):
+//
+//   - llama-context.cpp decode: GGML_ASSERT(n_tokens_all <= cparams.n_batch)
+//     and GGML_ASSERT(cparams.causal_attn || cparams.n_ubatch >= n_tokens_all);
+//     encode: GGML_ASSERT(cparams.n_ubatch >= n_tokens) — Context.Decode
+//     refuses a batch larger than the context's real n_batch/n_ubatch
+//     (read back from llama.cpp, which pads n_ctx to 256 and clamps
+//     n_batch to n_ctx for causal models).
+//   - llama_batch_init(int32 n_tokens_alloc): a capacity past MaxInt32 is
+//     truncated while Go keeps the full length — NewBatch refuses it.
+//   - llama_context_params n_ctx/n_batch/n_ubatch/n_seq_max are uint32 and
+//     n_threads int32; ggml's thread pool asserts n_threads <=
+//     GGML_MAX_N_THREADS (512) — ContextParams.check.
+//   - llama_sampler_init_penalties allocates a ring buffer of
+//     penalty_last_n tokens; top_k and penalty_last_n are int32 —
+//     SamplerParams.check.
+//   - llama_sampler_init_logit_bias reads n_logit_bias entries of token ids
+//     it indexes the logits with — NewSampler checks every id.
+//   - Token ids in a batch past the vocabulary index the embedding
+//     matrix — the runner refuses them before a request is queued.
+const (
+	// MaxThreads is ggml's GGML_MAX_N_THREADS.
+	MaxThreads = 512
+	// MaxSeq is llama.cpp's LLAMA_MAX_SEQ: sequences of one context.
+	MaxSeq = 256
+	// MaxContext bounds a context's total KV tokens (n_ctx, uint32 in
+	// llama.cpp; positions are int32).
+	MaxContext = math.MaxInt32
+	// MaxRepeatLastN bounds the penalty window (llama.cpp allocates a
+	// ring buffer of that many tokens per sampler).
+	MaxRepeatLastN = 1 << 20
+)
+
+// RangeError is a value outside the range the engine accepts.
+type RangeError struct {
+	Name     string
+	Value    int64
+	Min, Max int64
+}
+
+func (e *RangeError) Error() string {
+	return fmt.Sprintf("%s %d is out of range (%d..%d)", e.Name, e.Value, e.Min, e.Max)
+}
+
+// inRange returns a *RangeError when v is outside lo..hi.
+func inRange(name string, v, lo, hi int64) error {
+	if v < lo || v > hi {
+		return &RangeError{Name: name, Value: v, Min: lo, Max: hi}
+	}
+	return nil
+}
+
+// ThreadLimit is the most CPU threads a context may use: four per CPU,
+// and never past ggml's MaxThreads. More threads than cores only make the
+// spinning workers fight; thousands of them make the host unresponsive.
+func ThreadLimit() int { return min(MaxThreads, 4*runtime.NumCPU()) }
+
+// check refuses context parameters llama.cpp would truncate or assert on.
+func (p ContextParams) check() error {
+	checks := []error{
+		inRange("n_ctx", int64(p.NumCtx), 0, MaxContext),
+		inRange("n_batch", int64(p.NumBatch), 0, MaxContext),
+		inRange("n_ubatch", int64(p.NumUBatch), 0, MaxContext),
+		inRange("n_seq_max", int64(p.NumSeqMax), 0, MaxSeq),
+		inRange("n_threads", int64(p.Threads), 0, int64(ThreadLimit())),
+		inRange("n_threads_batch", int64(p.ThreadsBatch), 0, int64(ThreadLimit())),
+	}
+	for _, err := range checks {
+		if err != nil {
+			return fmt.Errorf("new context: %w", err)
+		}
+	}
+	return nil
+}
+
+// check refuses sampler parameters llama.cpp would truncate or allocate
+// without bound for, and non-finite numbers.
+func (p SamplerParams) check() error {
+	checks := []error{
+		inRange("top_k", int64(p.TopK), math.MinInt32, math.MaxInt32),
+		inRange("repeat_last_n", int64(p.RepeatLastN), -1, MaxRepeatLastN),
+		inRange("mirostat", int64(p.Mirostat), 0, 2),
+	}
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
+	}
+	floats := []struct {
+		name string
+		v    float32
+	}{
+		{"temperature", p.Temperature}, {"top_p", p.TopP}, {"min_p", p.MinP}, {"typical_p", p.TypicalP},
+		{"repeat_penalty", p.RepeatPenalty}, {"presence_penalty", p.PresencePenalty},
+		{"frequency_penalty", p.FrequencyPenalty}, {"mirostat_tau", p.MirostatTau}, {"mirostat_eta", p.MirostatEta},
+	}
+	for _, f := range floats {
+		if math.IsNaN(float64(f.v)) || math.IsInf(float64(f.v), 0) {
+			return fmt.Errorf("%s must be a finite number", f.name)
+		}
+	}
+	for _, b := range p.LogitBias {
+		// -Inf bans a token; NaN and +Inf poison the softmax.
+		if math.IsNaN(float64(b)) || math.IsInf(float64(b), 1) {
+			return fmt.Errorf("logit_bias values must be numbers below +Inf")
+		}
+	}
+	return nil
+}
+
+// check refuses load parameters llama.cpp would truncate; a main GPU
+// that does not exist is refused by llama.cpp itself with an error.
+func (p ModelParams) check() error {
+	if p.GPULayers > math.MaxInt32 { // negative: all layers
+		return inRange("n_gpu_layers", int64(p.GPULayers), -1, math.MaxInt32)
+	}
+	return inRange("main_gpu", int64(p.MainGPU), 0, math.MaxInt32)
+}

@@ -1,0 +1,199 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ollama "github.com/ollama/ollama/api"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/sched"
+)
+
+// hugeCtx survives the options' float64 round trip, is not a power of two,
+// and wraps the memory estimate around when multiplied by the slots.
+const hugeCtx = 288230376151711800
+
+// longPrompt is a prompt of several hundred tokens for the demo model.
+var longPrompt = strings.Repeat("Once upon a time, there was a little girl named Lily. ", 30)
+
+// postContract posts body and returns the status and the decoded body.
+func postContract(t *testing.T, url, body string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("%s: %v (did the server die?)", body[:min(len(body), 120)], err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func alive(t *testing.T, ts *testServer) {
+	t.Helper()
+	resp, err := http.Get(ts.URL + "/")
+	if err != nil {
+		t.Fatalf("server gone: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// Issue 19's measured aborts, each against a real listening server: the
+// server answers in the dialect's shape and keeps serving.
+func TestEngineBoundInput(t *testing.T) {
+	ts := startServer(t)
+	prompt, _ := json.Marshal(longPrompt)
+	for _, tc := range []struct {
+		name, path, body string
+		code             int
+		msg              string
+	}{
+		// GGML_ASSERT(n_tokens_all <= n_batch) through the embedding context.
+		{"embed num_ctx 100", "/api/embed", `{"model":"stories","input":` + string(prompt) + `,"options":{"num_ctx":100}}`, 200, ""},
+		{"embed num_ctx 100, no truncation", "/api/embed", `{"model":"stories","input":` + string(prompt) + `,"truncate":false,"options":{"num_ctx":100}}`, 400, "more than the context of 100"},
+		// The estimate wrapped around and n_ctx was truncated to uint32.
+		{"num_ctx huge", "/api/generate", `{"model":"stories","prompt":` + string(prompt) + `,"stream":false,"options":{"num_ctx":288230376151711800,"num_predict":4}}`, 400, "num_ctx"},
+		{"num_ctx negative", "/api/generate", `{"model":"stories","prompt":"hi","stream":false,"options":{"num_ctx":-5}}`, 400, "num_ctx"},
+		{"num_ctx past trained", "/api/generate", `{"model":"stories","prompt":"hi","stream":false,"options":{"num_ctx":4096}}`, 400, "16..2048"},
+		// llama_batch_init got a truncated int32 while Go kept the length:
+		// now a load-time option, the operator's; a request's is ignored.
+		{"num_batch huge", "/api/chat", `{"model":"stories","messages":[{"role":"user","content":"hi"}],"stream":false,"options":{"num_batch":288230376151711800,"num_predict":4}}`, 200, ""},
+		{"num_thread huge", "/api/generate", `{"model":"stories","prompt":"hi","stream":false,"options":{"num_thread":100000,"num_predict":4}}`, 200, ""},
+		{"num_gpu, main_gpu, mlock, mmap", "/api/generate", `{"model":"stories","prompt":"hi","stream":false,"options":{"num_gpu":99999,"main_gpu":77,"use_mlock":true,"use_mmap":false,"num_predict":4}}`, 200, ""},
+		// Per-request options, each against the limit behind it.
+		{"repeat_last_n huge", "/api/generate", `{"model":"stories","prompt":"hi","stream":false,"options":{"repeat_last_n":2147483647}}`, 400, "repeat_last_n"},
+		{"top_k past int32", "/api/generate", `{"model":"stories","prompt":"hi","stream":false,"options":{"top_k":4294967297}}`, 400, "top_k"},
+		{"num_keep past the window", "/api/generate", `{"model":"stories","prompt":"hi","stream":false,"options":{"num_keep":100000}}`, 400, "num_keep"},
+		{"num_predict past int32", "/api/generate", `{"model":"stories","prompt":"hi","stream":false,"options":{"num_predict":4294967296}}`, 400, "num_predict"},
+		{"mirostat 3", "/api/generate", `{"model":"stories","prompt":"hi","stream":false,"options":{"mirostat":3}}`, 400, "mirostat"},
+		{"too many stops", "/api/generate", `{"model":"stories","prompt":"hi","stream":false,"options":{"stop":[` + strings.Repeat(`"x",`, 64) + `"y"]}}`, 400, "stop"},
+		{"context token past the vocabulary", "/api/generate", `{"model":"stories","prompt":"hi","stream":false,"context":[1,99999999]}`, 400, "vocabulary"},
+	} {
+		code, body := postContract(t, ts.URL+tc.path, tc.body)
+		msg, _ := body["error"].(string)
+		if code != tc.code || !strings.Contains(msg, tc.msg) {
+			t.Errorf("%s: %d %q, want %d containing %q", tc.name, code, msg, tc.code, tc.msg)
+		}
+		alive(t, ts)
+	}
+	// The OpenAI dialect answers in its own shape.
+	for _, tc := range []struct{ body, param string }{
+		{`{"model":"stories","prompt":"hi","logprobs":21}`, "logprobs"},
+		{`{"model":"stories","messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":1000}`, "top_logprobs"},
+	} {
+		path := "/v1/completions"
+		if strings.Contains(tc.body, "messages") {
+			path = "/v1/chat/completions"
+		}
+		code, body := postContract(t, ts.URL+path, tc.body)
+		e, _ := body["error"].(map[string]any)
+		if code != 400 || e == nil || !strings.Contains(fmt.Sprint(e["message"]), tc.param) {
+			t.Errorf("%s: %d %v", tc.body, code, body)
+		}
+	}
+	// Load-time options from requests keyed no new instance, and ggml made
+	// no thousands of threads.
+	if n := len(ts.srv.sched.Loaded()); n != 1 {
+		t.Fatalf("%d instances after requests with load-time options", n)
+	}
+	if th := threads(t); th > 200 {
+		t.Fatalf("%d threads", th)
+	}
+}
+
+// 100 concurrent requests, each with its own num_thread and num_ctx
+// (issue 19: 103 instances and 2,248 threads; 200 instances of one model).
+func TestLoadOptionsDoNotKeyInstances(t *testing.T) {
+	ts := startServer(t) // default context 256
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for i := 1; i <= 100; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := &ollama.GenerateRequest{Model: "stories", Prompt: "Once", Options: map[string]any{
+				"num_thread": i, "num_ctx": 16 + i*2, "num_batch": i, "num_predict": 2, "temperature": 0,
+			}}
+			if err := ts.Client.Generate(context.Background(), req, func(ollama.GenerateResponse) error { return nil }); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := len(ts.srv.sched.Loaded()); n != 1 {
+		t.Fatalf("%d instances", n)
+	}
+	if th := threads(t); th > 200 {
+		t.Fatalf("%d threads", th)
+	}
+}
+
+// A window narrower than the instance's context gives the answer of an
+// instance loaded with exactly that context: the prompt is cut to the
+// window's size and generation shifts at its end.
+func TestNumCtxWindowMatchesOwnInstance(t *testing.T) {
+	ts := startServer(t) // instance context 256
+	narrow := newServerWithCtx(t, 128)
+	req := func(url string) (string, int) {
+		code, body := postContract(t, url+"/api/generate", `{"model":"stories","prompt":"`+strings.Repeat("Once upon a time. ", 20)+`","stream":false,"options":{"num_ctx":128,"temperature":0,"num_predict":80}}`)
+		if code != 200 {
+			t.Fatalf("%d %v", code, body)
+		}
+		return body["response"].(string), int(body["prompt_eval_count"].(float64))
+	}
+	a, na := req(ts.URL)
+	b, nb := req(narrow.URL)
+	if a != b || na != nb {
+		t.Fatalf("window 128 on a 256 instance: %q (%d prompt tokens)\ninstance of 128: %q (%d)", a, na, b, nb)
+	}
+}
+
+// A Modelfile context (the operator's) reaches the embedding path too:
+// llama.cpp pads n_ctx to 256 but keeps n_batch at 100.
+func TestEmbedSmallContextInstance(t *testing.T) {
+	ts := newServerWithCtx(t, 100)
+	resp, err := ts.Client.Embed(context.Background(), &ollama.EmbedRequest{Model: "stories", Input: longPrompt})
+	if err != nil || len(resp.Embeddings) != 1 || resp.PromptEvalCount != 100 {
+		t.Fatalf("%v %+v", err, resp)
+	}
+}
+
+func newServerWithCtx(t *testing.T, nctx int) *testServer {
+	t.Helper()
+	dir := t.TempDir()
+	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: nctx, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
+	return serveForTest(t, srv)
+}
+
+// threads is this process's OS thread count.
+func threads(t *testing.T) int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}

@@ -1,0 +1,133 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"os"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/gguf"
+)
+
+// Context windows. A request's num_ctx is a window, not an instance key:
+// it runs on any loaded instance of its model whose per-slot context is at
+// least that large, with truncation and context shifts at its own window
+// (runner.Request.NumCtx), so its answer is the one an instance loaded
+// with exactly that context would give. A window larger than the model's
+// default context loads an instance with the next power of two (at most
+// the operator's MaxCtx), so clients choosing many different num_ctx
+// values key at most log2(MaxCtx/default) instances per model, never one
+// each.
+
+// errNeverFits marks a model that does not fit even with nothing else
+// loaded; Acquire refuses it without evicting anything.
+var errNeverFits = errors.New("model too large for this machine")
+
+// trainedCtx caches a model file's training context, keyed by path and
+// checked against the file's size and modification time.
+type trainedCtx struct {
+	size  int64
+	mtime time.Time
+	n     int
+}
+
+// contextLimits are the default window of a model file (the server's
+// NumCtx, else min(4096, its training context)) and the largest window a
+// request may ask for (MaxCtx, else the training context; never below
+// the default, never past MaxCtxCap).
+func (s *Scheduler) contextLimits(path string) (def, maxCtx int, err error) {
+	trained, err := s.trainedContext(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	switch {
+	case s.cfg.NumCtx > 0:
+		def = s.cfg.NumCtx
+	case trained > 0:
+		def = min(4096, trained)
+	default:
+		def = 2048
+	}
+	def = min(max(def, MinCtx), MaxCtxCap)
+	maxCtx = s.cfg.MaxCtx
+	if maxCtx <= 0 {
+		maxCtx = trained
+	}
+	maxCtx = min(max(maxCtx, def), MaxCtxCap)
+	// The whole KV cache (every slot) must fit llama.cpp's n_ctx.
+	maxCtx = min(maxCtx, engine.MaxContext/max(s.cfg.Parallel, 1))
+	return min(def, maxCtx), maxCtx, nil
+}
+
+func (s *Scheduler) trainedContext(path string) (int, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, fmt.Errorf("load: %w", engine.ErrModelNotFound)
+	}
+	if v, ok := s.ctxs.Load(path); ok {
+		if c := v.(trainedCtx); c.size == st.Size() && c.mtime.Equal(st.ModTime()) {
+			return c.n, nil
+		}
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("load: %w", err)
+	}
+	n := 0
+	if c := f.ContextLength(); c > 0 && c <= MaxCtxCap {
+		n = int(c)
+	} else if c > MaxCtxCap {
+		n = MaxCtxCap
+	}
+	s.ctxs.Store(path, trainedCtx{size: st.Size(), mtime: st.ModTime(), n: n})
+	return n, nil
+}
+
+// instanceCtx is the per-slot context of the instance a window needs.
+func instanceCtx(want, def, maxCtx int) int {
+	if want <= def {
+		return def
+	}
+	return min(1<<bits.Len(uint(want-1)), maxCtx)
+}
+
+// findLocked returns the loaded (or loading) instance that serves a
+// window of want tokens with key's load options: the one with the
+// smallest sufficient context.
+func (s *Scheduler) findLocked(key Key, want int) *Instance {
+	if in, ok := s.loaded[key]; ok {
+		return in
+	}
+	var best *Instance
+	for k, in := range s.loaded {
+		k.NumCtx = key.NumCtx
+		if k != key || in.NumCtx < want {
+			continue
+		}
+		if best == nil || in.NumCtx < best.NumCtx {
+			best = in
+		}
+	}
+	return best
+}
+
+// checkRange returns an *engine.RangeError naming the option when v is
+// outside lo..hi.
+func checkRange(name string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return &engine.RangeError{Name: name, Value: int64(v), Min: int64(lo), Max: int64(hi)}
+	}
+	return nil
+}
+
+// mulInt multiplies non-negative ints, refusing an overflow.
+func mulInt(a, b int) (int, error) {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if a < 0 || b < 0 || hi != 0 || lo > math.MaxInt {
+		return 0, fmt.Errorf("%d × %d overflows", a, b)
+	}
+	return int(lo), nil
+}

@@ -1,0 +1,108 @@
+package sched
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/gguf"
+)
+
+// A request's num_ctx is a window: windows up to the default context run
+// on the default instance, larger ones on power-of-two instances, so many
+// different num_ctx values load few instances (issue 19: 200 requests with
+// 200 num_ctx values loaded 200 instances).
+func TestContextWindowsShareInstances(t *testing.T) {
+	s := newSched(t, Config{KeepAlive: time.Minute}) // default context 128, trained 2048
+	var held []*Instance
+	defer func() {
+		for _, in := range held {
+			s.Release(in, time.Minute)
+		}
+	}()
+	for want := 16; want <= 2048; want += 37 {
+		in, _, err := s.Acquire(context.Background(), "x", Key{Path: storiesPath, NumCtx: want, NumGPU: -1})
+		if err != nil {
+			t.Fatalf("num_ctx %d: %v", want, err)
+		}
+		held = append(held, in)
+		if in.NumCtx < want {
+			t.Fatalf("num_ctx %d ran on an instance of %d", want, in.NumCtx)
+		}
+		if in.DefaultCtx != 128 {
+			t.Fatalf("default context %d", in.DefaultCtx)
+		}
+	}
+	// 128 (default), 256, 512, 1024, 2048.
+	if n := len(s.Loaded()); n != 5 {
+		t.Fatalf("%d instances for 56 windows", n)
+	}
+	// A window the default instance covers reuses it.
+	in, _, err := s.Acquire(context.Background(), "x", Key{Path: storiesPath, NumCtx: 100, NumGPU: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held = append(held, in)
+	if in.NumCtx != 128 {
+		t.Fatalf("num_ctx 100 ran on an instance of %d", in.NumCtx)
+	}
+}
+
+// num_ctx past the model's trained context (the default --max-ctx), or
+// so large it wraps around in the memory estimate, is the client's error
+// naming the range — never a load (issue 19: 288230376151711800 wrapped
+// the estimate, was truncated to uint32 and aborted llama.cpp).
+func TestContextWindowOutOfRange(t *testing.T) {
+	s := newSched(t, Config{KeepAlive: time.Minute})
+	for _, want := range []int{-1, 1, MinCtx - 1, 2049, 288230376151711800, math.MaxInt} {
+		_, _, err := s.Acquire(context.Background(), "x", Key{Path: storiesPath, NumCtx: want, NumGPU: -1})
+		var re *engine.RangeError
+		if !errors.As(err, &re) || re.Name != "num_ctx" || re.Min != MinCtx || re.Max != 2048 {
+			t.Fatalf("num_ctx %d: %v", want, err)
+		}
+	}
+	if len(s.Loaded()) != 0 {
+		t.Fatal("a refused window loaded an instance")
+	}
+	// The operator's --max-ctx narrows it.
+	s2 := newSched(t, Config{KeepAlive: time.Minute, MaxCtx: 512})
+	if _, _, err := s2.Acquire(context.Background(), "x", Key{Path: storiesPath, NumCtx: 513, NumGPU: -1}); err == nil {
+		t.Fatal("num_ctx past --max-ctx accepted")
+	}
+}
+
+// A model refused as too large does not first unload the idle instances
+// (issue 19: the refusal unloaded the idle instance of the same model).
+func TestTooLargeEvictsNothing(t *testing.T) {
+	f, err := gguf.Open(storiesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := EstimateMemory(f, 128*2, "", 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSched(t, Config{KeepAlive: time.Minute, MemoryBytes: small.Total() + small.Total()/4})
+	s.Release(acquire(t, s, storiesPath), time.Minute)
+	_, _, err = s.Acquire(context.Background(), "x", Key{Path: storiesPath, NumCtx: 2048, NumGPU: -1})
+	if err == nil || !errors.Is(err, errNeverFits) {
+		t.Fatalf("too large: %v", err)
+	}
+	if len(s.Loaded()) != 1 {
+		t.Fatal("refusing a model that can never fit unloaded the idle instance")
+	}
+}
+
+func TestMulInt(t *testing.T) {
+	if n, err := mulInt(4096, 8); err != nil || n != 32768 {
+		t.Fatal(n, err)
+	}
+	for _, c := range [][2]int{{math.MaxInt, 2}, {288230376151711800, 64}, {-1, 2}} {
+		if _, err := mulInt(c[0], c[1]); err == nil {
+			t.Fatalf("%d × %d did not overflow", c[0], c[1])
+		}
+	}
+}
