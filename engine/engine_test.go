@@ -241,9 +241,9 @@ func TestEmbeddings(t *testing.T) {
 		defer ctx.Close()
 		toks, _ := m.Tokenize(s, true, false)
 		b, err := NewBatch(len(toks))
-	if err != nil {
-		t.Fatal(err)
-	}
+		if err != nil {
+			t.Fatal(err)
+		}
 		defer b.Close()
 		for i, tok := range toks {
 			b.Add(tok, i, 0, true)
