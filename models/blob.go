@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -20,6 +21,80 @@ var ErrDigestMismatch = errors.New("digest mismatch")
 // ErrInvalidDigest is wrapped for a digest that is not "sha256:" followed
 // by 64 lower-case hex digits.
 var ErrInvalidDigest = errors.New("invalid digest")
+
+// ErrBlobTooLarge is wrapped when a blob is larger than the store's
+// MaxBlobSize.
+var ErrBlobTooLarge = errors.New("blob too large")
+
+// ErrInsufficientStorage is wrapped when writing would leave less free
+// disk than the store's MinFreeDisk, or the disk is full.
+var ErrInsufficientStorage = errors.New("not enough free disk space")
+
+// CheckCapacity tells whether blobs of the given sizes (bytes; a size
+// below zero is unknown) may be written: each within MaxBlobSize, and
+// all together leaving MinFreeDisk free on the store's file system. It
+// is checked before an upload, import, pull or quantization starts, so a
+// client learns at once that the data will not fit.
+func (s *Store) CheckCapacity(sizes ...int64) error {
+	var total uint64
+	for _, n := range sizes {
+		if s.MaxBlobSize > 0 && n > s.MaxBlobSize {
+			return fmt.Errorf("%w: %d bytes, the server accepts at most %d (--max-blob-size)", ErrBlobTooLarge, n, s.MaxBlobSize)
+		}
+		if n > 0 {
+			total += uint64(n)
+		}
+	}
+	return s.checkFree(total)
+}
+
+// checkFree refuses a write of need bytes that would leave less than
+// MinFreeDisk free. The floor applies to the directory the blobs go to
+// (or the store's, before it exists).
+func (s *Store) checkFree(need uint64) error {
+	if s.MinFreeDisk <= 0 || s.Dir == "" {
+		return nil
+	}
+	dir := s.blobsDir()
+	if _, err := os.Stat(dir); err != nil {
+		dir = s.Dir
+	}
+	free, ok := diskFree(dir)
+	if !ok {
+		return nil
+	}
+	floor := uint64(s.MinFreeDisk)
+	if free < floor || free-floor < need {
+		return fmt.Errorf("%w: %d MiB free on the models disk, %d MiB needed and %d MiB must stay free (--min-free-disk)",
+			ErrInsufficientStorage, free>>20, need>>20, floor>>20)
+	}
+	return nil
+}
+
+// diskError marks a write that failed because the disk is full.
+func diskError(err error) error {
+	if errors.Is(err, syscall.ENOSPC) && !errors.Is(err, ErrInsufficientStorage) {
+		return fmt.Errorf("%w: %w", ErrInsufficientStorage, err)
+	}
+	return err
+}
+
+// capReader reads at most max bytes and then fails with
+// [ErrBlobTooLarge] (max <= 0: no limit).
+type capReader struct {
+	r   io.Reader
+	n   int64
+	max int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.max > 0 && c.n > c.max {
+		return n, fmt.Errorf("%w: more than %d bytes (--max-blob-size)", ErrBlobTooLarge, c.max)
+	}
+	return n, err
+}
 
 var digestRe = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
@@ -116,12 +191,15 @@ func (s *Store) writeBlob(r io.Reader, wantDigest string) (digest string, size i
 			return "", 0, false, err
 		}
 	}
-	if err := os.MkdirAll(s.blobsDir(), 0o755); err != nil {
+	if err := s.checkFree(0); err != nil {
 		return "", 0, false, fmt.Errorf("write blob: %w", err)
+	}
+	if err := os.MkdirAll(s.blobsDir(), 0o755); err != nil {
+		return "", 0, false, fmt.Errorf("write blob: %w", diskError(err))
 	}
 	f, err := os.CreateTemp(s.blobsDir(), blobTempPrefix+"*")
 	if err != nil {
-		return "", 0, false, fmt.Errorf("write blob: %w", err)
+		return "", 0, false, fmt.Errorf("write blob: %w", diskError(err))
 	}
 	tmp := f.Name()
 	defer func() {
@@ -133,20 +211,20 @@ func (s *Store) writeBlob(r io.Reader, wantDigest string) (digest string, size i
 		}
 	}()
 	h := sha256.New()
-	size, err = io.Copy(io.MultiWriter(f, h), r)
+	size, err = io.Copy(io.MultiWriter(f, h), &capReader{r: r, max: s.MaxBlobSize})
 	if err != nil {
-		return "", 0, false, fmt.Errorf("write blob: %w", err)
+		return "", 0, false, fmt.Errorf("write blob: %w", diskError(err))
 	}
 	digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	if wantDigest != "" && digest != wantDigest {
 		return "", 0, false, fmt.Errorf("write blob: %w: announced %s, data has %s", ErrDigestMismatch, wantDigest, digest)
 	}
 	if err = f.Sync(); err != nil {
-		return "", 0, false, fmt.Errorf("write blob: %w", err)
+		return "", 0, false, fmt.Errorf("write blob: %w", diskError(err))
 	}
 	if err = f.Close(); err != nil {
 		f = nil
-		return "", 0, false, fmt.Errorf("write blob: %w", err)
+		return "", 0, false, fmt.Errorf("write blob: %w", diskError(err))
 	}
 	f = nil
 	final, _ := s.blobPath(digest)

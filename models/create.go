@@ -268,6 +268,9 @@ func (b *builder) importFile(p, want string) (Layer, error) {
 	if fi.IsDir() {
 		return Layer{}, fmt.Errorf("%s is a directory; only GGUF files can be imported", p)
 	}
+	if err := b.s.CheckCapacity(fi.Size()); err != nil {
+		return Layer{}, err
+	}
 	b.progress("parsing GGUF")
 	mt, err := ggufMediaType(p, want)
 	if err != nil {

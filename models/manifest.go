@@ -172,7 +172,7 @@ func (s *Store) WriteManifest(name Name, raw []byte) error {
 	old, _, oldErr := s.findManifest(name)
 	p := filepath.Join(s.manifestsDir(), name.filepath())
 	if err := writeFileAtomic(p, raw); err != nil {
-		return fmt.Errorf("write manifest of %s: %w", name, err)
+		return fmt.Errorf("write manifest of %s: %w", name, diskError(err))
 	}
 	if oldErr == nil && old != p {
 		os.Remove(old) // the same name spelled in another case

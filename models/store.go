@@ -39,6 +39,13 @@ var ErrUnsupportedModel = errors.New("unsupported model")
 // blobs that this Store wrote or looked up recently.
 type Store struct {
 	Dir string
+	// MaxBlobSize is the largest blob the store accepts, in bytes (0: no
+	// limit); larger uploads, imports and pulls wrap [ErrBlobTooLarge].
+	MaxBlobSize int64
+	// MinFreeDisk is the free space in bytes that writing a blob must
+	// leave on the store's file system (0: none); writes that would go
+	// below it wrap [ErrInsufficientStorage].
+	MinFreeDisk int64
 
 	mu      sync.Mutex
 	pinned  map[string]time.Time     // blobs kept from GC until a manifest references them

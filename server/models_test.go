@@ -174,9 +174,9 @@ func TestDeleteBusyModel(t *testing.T) {
 }
 
 func TestPullPushFromLocalRegistry(t *testing.T) {
-	ts := startServer(t)
 	reg := registrytest.New()
 	defer reg.Close()
+	ts := startStoreServer(t, "", func(c *Config) { c.AllowRegistries = []string{reg.Host()} })
 	path := t.TempDir() + "/bigram.gguf"
 	if err := testmodels.WriteBigram(path); err != nil {
 		t.Fatal(err)

@@ -45,6 +45,14 @@ type Config struct {
 	// JobMaxTokens is the most tokens an ollama job may generate; more,
 	// or unlimited, is refused at submission (0: no limit).
 	JobMaxTokens int
+	// AllowRegistries are the registries ("host" or "host:port") that
+	// pulls and pushes may reach at loopback, link-local, private,
+	// unspecified or multicast addresses; others must be public.
+	AllowRegistries []string
+	// MaxBlobSize is the largest blob an upload or pull may store, and
+	// MinFreeDisk the free space writes must leave on the models disk,
+	// in bytes (0: no limit).
+	MaxBlobSize, MinFreeDisk int64
 }
 
 // Server serves every API dialect over one model store and scheduler.
@@ -78,8 +86,8 @@ func New(cfg Config) *Server {
 	if tel != nil {
 		e.GET("/metrics", echo.WrapHandler(tel.Handler()))
 	}
-	store := &models.Store{Dir: cfg.ModelsDir}
-	h := &ollama.Handler{Store: store, Sched: s.sched, Infer: &infer.Service{Store: store, Sched: s.sched, Telemetry: tel}}
+	store := &models.Store{Dir: cfg.ModelsDir, MaxBlobSize: cfg.MaxBlobSize, MinFreeDisk: cfg.MinFreeDisk}
+	h := &ollama.Handler{Store: store, Sched: s.sched, Infer: &infer.Service{Store: store, Sched: s.sched, Telemetry: tel}, AllowRegistries: cfg.AllowRegistries}
 	h.Register(e)
 	oa := &openai.Handler{Infer: h.Infer, Store: store}
 	oa.RegisterV1(e.Group("/v1", openai.Errors))

@@ -73,7 +73,8 @@ func startServer(t *testing.T) *testServer {
 	if err := testmodels.WriteScript(filepath.Join(dir, "script.gguf")); err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(server.Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, Threads: 1}})
+	// The tests' registries listen on 127.0.0.1 (any port).
+	srv := server.New(server.Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, Threads: 1}, AllowRegistries: []string{"127.0.0.1"}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -157,7 +157,7 @@ func TestCreateCopyRemove(t *testing.T) {
 	if r := ts.mustRun(t, "show", "--parameters", "mine"); !strings.Contains(r.stdout, "temperature") {
 		t.Errorf("parameters %q", r.stdout)
 	}
-	if r := ts.mustRun(t, "run", "mine", "Hi"); r.stdout != testmodels.BigramAnswer+"\n" {
+	if r := ts.mustRun(t, "run", "mine", "Hi"); r.stdout != testmodels.BigramAnswer+"\n\n" {
 		t.Errorf("run mine: %s", r)
 	}
 
@@ -172,7 +172,7 @@ func TestCreateCopyRemove(t *testing.T) {
 	if r.stdout != "copied 'mine' to 'copy1'\n" {
 		t.Errorf("cp: %s", r)
 	}
-	if r := ts.mustRun(t, "run", "copy1", "Hi"); r.stdout != testmodels.BigramAnswer+"\n" {
+	if r := ts.mustRun(t, "run", "copy1", "Hi"); r.stdout != testmodels.BigramAnswer+"\n\n" {
 		t.Errorf("run copy1: %s", r)
 	}
 	_, rows := tableRows(t, ts.mustRun(t, "list").stdout)
@@ -227,7 +227,7 @@ func TestPullPush(t *testing.T) {
 	if !strings.Contains(ts.mustRun(t, "list").stdout, "tiny") {
 		t.Errorf("list lacks the pulled model")
 	}
-	if r := ts.mustRun(t, "run", name, "Hi"); r.stdout != testmodels.BigramAnswer+"\n" {
+	if r := ts.mustRun(t, "run", name, "Hi"); r.stdout != testmodels.BigramAnswer+"\n\n" {
 		t.Errorf("run the pulled model: %s", r)
 	}
 	if r := ts.run(t, "", "pull", "--insecure", reg.Host()+"/library/nosuch"); r.code != 1 || !strings.HasPrefix(r.stderr, "pulling manifest\ntadpole: ") {
@@ -257,7 +257,7 @@ func TestPullPush(t *testing.T) {
 	// run pulls a model the server lacks.
 	reg.PublishModel("library/auto", "latest", gguf, "")
 	r = ts.mustRun(t, "run", "--insecure", reg.Host()+"/library/auto", "Hi")
-	if r.stdout != testmodels.BigramAnswer+"\n" || !strings.Contains(r.stderr, "pulling manifest\n") || !strings.HasSuffix(r.stderr, "success\n") {
+	if r.stdout != testmodels.BigramAnswer+"\n\n" || !strings.Contains(r.stderr, "pulling manifest\n") || !strings.HasSuffix(r.stderr, "success\n") {
 		t.Errorf("run of a model to pull: %s", r)
 	}
 

@@ -147,13 +147,16 @@ func (s *session) load(ctx context.Context, insecure bool) error {
 }
 
 // oneShot answers one prompt and returns; Ctrl-C stops it (status 130).
+// Like `ollama run MODEL PROMPT` it sends the prompt to /api/generate, so
+// the model's own template applies as it does to a completion: a model
+// without a chat template continues the bare prompt.
 func (s *session) oneShot(ctx context.Context, prompt string, insecure bool) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := s.ask(ctx, prompt)
+	err := s.generate(ctx, prompt)
 	if client.IsNotFound(err) && ctx.Err() == nil {
 		if err = s.load(ctx, insecure); err == nil {
-			err = s.ask(ctx, prompt)
+			err = s.generate(ctx, prompt)
 		}
 	}
 	if ctx.Err() != nil {
@@ -163,9 +166,34 @@ func (s *session) oneShot(ctx context.Context, prompt string, insecure bool) err
 	return err
 }
 
-// ask sends the conversation and a new user message, and prints the
-// streamed answer. The exchange joins the conversation only when the
-// answer is complete.
+// generate prints the streamed answer to one prompt as Ollama's one-shot
+// run does: the answer, then an empty line; with --verbose, the timings
+// of a finished answer on standard error.
+func (s *session) generate(ctx context.Context, prompt string) error {
+	req := &api.GenerateRequest{Model: s.model, Prompt: prompt, Format: s.format, KeepAlive: s.keepAlive, Options: s.opts, Think: s.think}
+	p := s.newPrinter()
+	defer p.stopSpin()
+	var last api.GenerateResponse
+	err := s.c.Generate(ctx, req, func(r api.GenerateResponse) error {
+		p.add(r.Thinking, r.Response)
+		last = r
+		return nil
+	})
+	p.finish()
+	if err != nil {
+		p.endLine()
+		return err
+	}
+	fmt.Fprint(s.out, "\n\n")
+	if s.verbose && last.Done {
+		writeMetrics(os.Stderr, last.Metrics)
+	}
+	return nil
+}
+
+// ask sends the conversation and a new user message to /api/chat, and
+// prints the streamed answer. The exchange joins the conversation only
+// when the answer is complete.
 func (s *session) ask(ctx context.Context, prompt string) error {
 	msgs := make([]api.Message, 0, len(s.messages)+2)
 	if s.system != "" {
@@ -175,66 +203,106 @@ func (s *session) ask(ctx context.Context, prompt string) error {
 	msgs = append(msgs, api.Message{Role: "user", Content: prompt})
 	req := &api.ChatRequest{Model: s.model, Messages: msgs, Format: s.format, KeepAlive: s.keepAlive, Options: s.opts, Think: s.think}
 
-	var w textWriter = plainWriter{s.out}
-	if s.wrap {
-		w = &wordWrapper{w: s.out, width: termWidth(s.out) - 1}
-	}
-	stopSpin := spinner(os.Stderr, "")
-	defer stopSpin()
-	var answer strings.Builder
+	p := s.newPrinter()
+	defer p.stopSpin()
 	var last api.ChatResponse
-	thinking := false
 	err := s.c.Chat(ctx, req, func(r api.ChatResponse) error {
-		// Thinking is shown as Ollama's CLI shows it, before the answer.
-		if r.Message.Thinking != "" && !s.hideThinking {
-			stopSpin()
-			if !thinking {
-				w.WriteString("Thinking...\n")
-				thinking = true
-			}
-			w.WriteString(r.Message.Thinking)
-		}
-		if r.Message.Content != "" {
-			stopSpin()
-			if thinking {
-				w.WriteString("\n...done thinking.\n\n")
-				thinking = false
-			}
-			answer.WriteString(r.Message.Content)
-			w.WriteString(r.Message.Content)
-		}
+		p.add(r.Message.Thinking, r.Message.Content)
 		last = r
 		return nil
 	})
-	stopSpin()
-	if thinking {
-		w.WriteString("\n...done thinking.\n")
-	}
-	w.Flush()
-	if answer.Len() > 0 && !strings.HasSuffix(answer.String(), "\n") {
-		fmt.Fprintln(s.out)
-	}
+	p.finish()
+	p.endLine()
 	if err != nil {
 		return err
 	}
 	s.messages = append(s.messages, api.Message{Role: "user", Content: prompt},
-		api.Message{Role: "assistant", Content: answer.String()})
+		api.Message{Role: "assistant", Content: p.answer.String()})
 	if s.verbose {
 		writeMetrics(os.Stderr, last.Metrics)
 	}
 	return nil
 }
 
-// writeMetrics prints an answer's timings as `ollama run --verbose` does.
+// printer writes a streamed answer as Ollama's CLI does: a thinking
+// model's thinking first, between "Thinking..." and "...done thinking.",
+// then the answer, wrapped at the terminal's width when asked; a spinner
+// turns until the first piece arrives.
+type printer struct {
+	out          *os.File
+	w            textWriter
+	hideThinking bool
+	stopSpin     func()
+	thinking     bool // inside the thinking block
+	answer       strings.Builder
+}
+
+func (s *session) newPrinter() *printer {
+	p := &printer{out: s.out, w: plainWriter{s.out}, hideThinking: s.hideThinking}
+	if s.wrap {
+		p.w = &wordWrapper{w: s.out, width: termWidth(s.out) - 1}
+	}
+	p.stopSpin = spinner(os.Stderr, "")
+	return p
+}
+
+// add prints one streamed piece.
+func (p *printer) add(thinking, content string) {
+	if thinking != "" && !p.hideThinking {
+		p.stopSpin()
+		if !p.thinking {
+			p.w.WriteString("Thinking...\n")
+			p.thinking = true
+		}
+		p.w.WriteString(thinking)
+	}
+	if content != "" {
+		p.stopSpin()
+		if p.thinking {
+			p.w.WriteString("\n...done thinking.\n\n")
+			p.thinking = false
+		}
+		p.answer.WriteString(content)
+		p.w.WriteString(content)
+	}
+}
+
+// finish closes a thinking block the answer left open and flushes.
+func (p *printer) finish() {
+	p.stopSpin()
+	if p.thinking {
+		p.w.WriteString("\n...done thinking.\n")
+		p.thinking = false
+	}
+	p.w.Flush()
+}
+
+// endLine ends the answer's last line.
+func (p *printer) endLine() {
+	if p.answer.Len() > 0 && !strings.HasSuffix(p.answer.String(), "\n") {
+		fmt.Fprintln(p.out)
+	}
+}
+
+// writeMetrics prints an answer's timings as `ollama run --verbose` does
+// (api.Metrics.Summary in Ollama): each line only when its value is set.
 func writeMetrics(w io.Writer, m api.Metrics) {
-	fmt.Fprintf(w, "total duration:       %v\n", m.TotalDuration)
-	fmt.Fprintf(w, "load duration:        %v\n", m.LoadDuration)
-	fmt.Fprintf(w, "prompt eval count:    %d token(s)\n", m.PromptEvalCount)
+	if m.TotalDuration > 0 {
+		fmt.Fprintf(w, "total duration:       %v\n", m.TotalDuration)
+	}
+	if m.LoadDuration > 0 {
+		fmt.Fprintf(w, "load duration:        %v\n", m.LoadDuration)
+	}
+	if m.PromptEvalCount > 0 {
+		fmt.Fprintf(w, "prompt eval count:    %d token(s)\n", m.PromptEvalCount)
+	}
 	if m.PromptEvalDuration > 0 {
 		fmt.Fprintf(w, "prompt eval duration: %v\n", m.PromptEvalDuration)
 		fmt.Fprintf(w, "prompt eval rate:     %s\n", rate(m.PromptEvalCount, m.PromptEvalDuration))
 	}
-	fmt.Fprintf(w, "eval count:           %d token(s)\n", m.EvalCount)
+	if m.EvalCount > 0 {
+		fmt.Fprintf(w, "eval count:           %d token(s)\n", m.EvalCount)
+	}
 	if m.EvalDuration > 0 {
 		fmt.Fprintf(w, "eval duration:        %v\n", m.EvalDuration)
 		fmt.Fprintf(w, "eval rate:            %s\n", rate(m.EvalCount, m.EvalDuration))

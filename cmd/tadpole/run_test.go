@@ -34,8 +34,8 @@ func TestRunOneShot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := ts.run(t, tc.stdin, tc.args...)
-			if r.code != 0 || r.stdout != testmodels.BigramAnswer+"\n" {
-				t.Fatalf("want exactly %q: %s", testmodels.BigramAnswer+"\n", r)
+			if r.code != 0 || r.stdout != testmodels.BigramAnswer+"\n\n" {
+				t.Fatalf("want exactly %q: %s", testmodels.BigramAnswer+"\n\n", r)
 			}
 			if r.stderr != "" {
 				t.Errorf("stderr: %q", r.stderr)
@@ -47,7 +47,7 @@ func TestRunOneShot(t *testing.T) {
 func TestRunVerbose(t *testing.T) {
 	ts := startServer(t)
 	r := ts.mustRun(t, "run", "--verbose", "bigram", "Hi")
-	if r.stdout != testmodels.BigramAnswer+"\n" {
+	if r.stdout != testmodels.BigramAnswer+"\n\n" {
 		t.Fatalf("stdout %q", r.stdout)
 	}
 	// Ollama's layout: the model was loaded by this request.
@@ -59,6 +59,33 @@ func TestRunVerbose(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, " tokens/s\n") || !strings.Contains(r.stderr, " token(s)\n") {
 		t.Errorf("rates:\n%s", r.stderr)
+	}
+}
+
+// A one-shot run sends the prompt to /api/generate, as `ollama run MODEL
+// PROMPT` does: the demo model, which has no chat template, continues the
+// story from the bare prompt (through /api/chat it was wrapped in ChatML
+// and the answer was not the story's).
+func TestRunOneShotGenerates(t *testing.T) {
+	ts := startServer(t)
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+	}{
+		{"prompt", "", []string{"run", "-p", "temperature=0", "-p", "num_predict=20", "stories", "Once upon a time"}},
+		{"piped stdin", "Once upon a time\n", []string{"run", "-p", "temperature=0", "-p", "num_predict=20", "stories"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ts.run(t, tc.stdin, tc.args...)
+			if r.code != 0 || !strings.HasPrefix(r.stdout, ", there was a little girl named Lily.") || !strings.HasSuffix(r.stdout, "\n\n") {
+				t.Fatalf("want the story's continuation and an empty line: %s", r)
+			}
+		})
+	}
+	// /api/show gives Ollama's default template for a model without one.
+	if r := ts.mustRun(t, "show", "--template", "stories"); strings.TrimSpace(r.stdout) != "{{ .Prompt }}" {
+		t.Errorf("show --template: %s", r)
 	}
 }
 
@@ -91,7 +118,8 @@ func TestRunErrors(t *testing.T) {
 // An interrupted one-shot answer ends the program with status 130.
 func TestRunOneShotInterrupt(t *testing.T) {
 	ts := startServer(t)
-	cmd := exec.Command(tadpoleBin, "run", "stories", "Once upon a time") // never ends by itself
+	// Greedy, the demo model repeats its story without an end.
+	cmd := exec.Command(tadpoleBin, "run", "-p", "temperature=0", "stories", "Once upon a time")
 	cmd.Env = ts.env()
 	out := &syncBuffer{}
 	cmd.Stdout = out

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/labstack/gommon/bytes"
 	"github.com/spf13/pflag"
 
 	"github.com/tadpole-llm/tadpole/engine"
@@ -60,6 +61,9 @@ func serve(args []string) error {
 	logLevel := fs.String("log-level", env("TADPOLE_LOG_LEVEL", "info"), "debug, info, warn or error (TADPOLE_LOG_LEVEL)")
 	origins := fs.String("origins", env("TADPOLE_ORIGINS", ""), "extra origins browsers may call from, comma-separated ('*' matches anything); Ollama's local origins are always allowed (TADPOLE_ORIGINS)")
 	logFormat := fs.String("log-format", env("TADPOLE_LOG_FORMAT", "text"), "text or json (TADPOLE_LOG_FORMAT)")
+	allowRegistry := fs.StringArray("allow-registry", splitList(env("TADPOLE_ALLOW_REGISTRY", "")), "registry HOST or HOST:PORT that pulls and pushes may reach at a loopback, link-local or private address; repeatable or comma-separated (TADPOLE_ALLOW_REGISTRY)")
+	maxBlob := fs.String("max-blob-size", env("TADPOLE_MAX_BLOB_SIZE", "512GiB"), "largest blob an upload, import or pull may store; larger ones get 413; 0: no limit (TADPOLE_MAX_BLOB_SIZE)")
+	minFree := fs.String("min-free-disk", env("TADPOLE_MIN_FREE_DISK", "1GiB"), "free space writes must leave on the models disk; writes below it get 507; 0: none (TADPOLE_MIN_FREE_DISK)")
 	apiFlags := addAPIFlags(fs)
 	fs.SortFlags = false
 	fs.Usage = func() {
@@ -120,6 +124,9 @@ func serve(args []string) error {
 		},
 	}
 	if err := apiFlags.apply(&cfg); err != nil {
+		return err
+	}
+	if err := applyStoreFlags(&cfg, *allowRegistry, *maxBlob, *minFree); err != nil {
 		return err
 	}
 	if *origins != "" {
@@ -205,4 +212,45 @@ func setupLogging(level, format string) error {
 		return fmt.Errorf("--log-format: want text or json, not %q", format)
 	}
 	return nil
+}
+
+// splitList splits a comma-separated list, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// applyStoreFlags sets the registry allow list and the disk limits.
+func applyStoreFlags(cfg *server.Config, allow []string, maxBlob, minFree string) error {
+	for _, a := range allow {
+		cfg.AllowRegistries = append(cfg.AllowRegistries, splitList(a)...)
+	}
+	var err error
+	if cfg.MaxBlobSize, err = parseSize("--max-blob-size", maxBlob); err != nil {
+		return err
+	}
+	if cfg.MinFreeDisk, err = parseSize("--min-free-disk", minFree); err != nil {
+		return err
+	}
+	if len(cfg.AllowRegistries) > 0 {
+		slog.Info("registries allowed at non-public addresses", "hosts", cfg.AllowRegistries)
+	}
+	return nil
+}
+
+// parseSize reads a size such as 512GiB, 1GB or 0.
+func parseSize(flag, s string) (int64, error) {
+	if strings.TrimSpace(s) == "0" {
+		return 0, nil
+	}
+	n, err := bytes.Parse(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s: want a size such as 1GiB, or 0, not %q", flag, s)
+	}
+	return n, nil
 }

@@ -6,11 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"regexp"
+	"syscall"
 	"time"
 
 	"github.com/tadpole-llm/tadpole/models"
@@ -43,16 +45,25 @@ func (c *Client) Pull(ctx context.Context, st Store, name models.Name, progress 
 	}
 	var m models.Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return fmt.Errorf("pull %s: invalid manifest: %w", name, err)
+		return fmt.Errorf("pull %s: %s sent a manifest that is not valid JSON: %w", name, n.Host, ErrRemote)
 	}
 	layers := m.Layers
 	if m.Config.Digest != "" {
 		layers = append([]models.Layer{m.Config}, layers...)
 	}
-	for _, l := range layers {
+	for i, l := range layers {
 		if !digestRe.MatchString(l.Digest) || l.Size < 0 {
-			return fmt.Errorf("pull %s: invalid layer %q", name, l.Digest)
+			return fmt.Errorf("pull %s: %s sent a manifest whose layer %d has an invalid digest or size: %w", name, n.Host, i, ErrRemote)
 		}
+	}
+	var missing []int64
+	for _, l := range layers {
+		if !st.HasBlob(l.Digest) {
+			missing = append(missing, l.Size)
+		}
+	}
+	if err := st.CheckCapacity(missing...); err != nil {
+		return fmt.Errorf("pull %s: %w", name, err)
 	}
 	for _, l := range layers {
 		if err := c.fetchBlob(ctx, st, n, l, progress); err != nil {
@@ -112,7 +123,7 @@ func (c *Client) fetchBlob(ctx context.Context, st Store, n models.Name, l model
 		got, err := c.fetchRange(ctx, n, l.Digest, have, end, io.MultiWriter(f, h))
 		have += got
 		if err != nil {
-			if ctx.Err() != nil || failures >= 4 {
+			if ctx.Err() != nil || failures >= 4 || errors.Is(err, syscall.ENOSPC) || errors.Is(err, ErrEgress) {
 				return fmt.Errorf("download %s (kept %d of %d bytes to resume): %w", l.Digest, have, l.Size, err)
 			}
 			failures++

@@ -71,7 +71,10 @@ func (c *Client) pushBlob(ctx context.Context, st Store, n models.Name, l models
 	}
 	loc, err := resp.Location()
 	if err != nil {
-		return fmt.Errorf("upload of %s: no Location: %w", l.Digest, err)
+		return fmt.Errorf("upload of %s: %s answered without a usable Location: %w", l.Digest, n.Host, ErrRemote)
+	}
+	if err := c.checkHop(resp.Request.URL, loc); err != nil {
+		return fmt.Errorf("upload of %s: %w", l.Digest, err)
 	}
 	q := loc.Query()
 	q.Set("digest", l.Digest)

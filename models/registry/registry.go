@@ -28,6 +28,9 @@ type Store interface {
 	// ReadManifest and WriteManifest handle a model's raw manifest.
 	ReadManifest(name models.Name) ([]byte, error)
 	WriteManifest(name models.Name, raw []byte) error
+	// CheckCapacity refuses blobs too large for the store, or that would
+	// leave too little free disk (see [models.Store.CheckCapacity]).
+	CheckCapacity(sizes ...int64) error
 }
 
 // Progress is one status update: Total and Completed are bytes of the
@@ -39,25 +42,29 @@ type Progress struct {
 	Completed int64
 }
 
-// Client talks to registries.
+// Client talks to registries. It connects only to public addresses
+// (see egress.go) unless the registry's host is in Allow, and never
+// hands a registry's answer body to its caller: errors name the host and
+// the status only.
 type Client struct {
-	HTTP *http.Client // nil: http.DefaultClient
+	// Allow lists the registries, "host" (any port) or "host:port", that
+	// may resolve to loopback, link-local, private, unspecified or
+	// multicast addresses; entries may be comma-separated lists.
+	Allow []string
 	// Insecure uses http:// instead of https:// (local registries).
 	Insecure bool
 	// ChunkSize is the size of each ranged request of a download
 	// (0: 64 MiB).
 	ChunkSize int64
 
-	mu     sync.Mutex
-	tokens map[string]string // scope → bearer token
+	once    sync.Once
+	hc      *http.Client
+	mu      sync.Mutex
+	tokens  map[string]string // scope → bearer token
+	proxies map[string]bool   // proxy addresses in use ("host:port")
 }
 
-func (c *Client) http() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
-	return http.DefaultClient
-}
+func (c *Client) http() *http.Client { return c.client() }
 
 func (c *Client) url(n models.Name, kind, ref string) string {
 	scheme := "https"
@@ -149,14 +156,14 @@ func (c *Client) token(ctx context.Context, challenge, scope string) (string, er
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("token endpoint answered %s", resp.Status)
+		return "", fmt.Errorf("token endpoint %s answered %s: %w", u.Host, resp.Status, ErrRemote)
 	}
 	var t struct {
 		Token       string `json:"token"`
 		AccessToken string `json:"access_token"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil {
-		return "", err
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&t); err != nil {
+		return "", fmt.Errorf("token endpoint %s: the answer is not a token: %w", u.Host, ErrRemote)
 	}
 	if t.Token == "" {
 		t.Token = t.AccessToken
@@ -164,21 +171,21 @@ func (c *Client) token(ctx context.Context, challenge, scope string) (string, er
 	return t.Token, nil
 }
 
-// statusError turns a registry's error answer into an error.
+// statusError turns a registry's error answer into an error that names
+// the host and the status only: the body (an error page, a registry's
+// message) is the remote side's text and is never passed on.
 func statusError(resp *http.Response, what string) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	var e struct {
-		Errors []struct{ Code, Message string } `json:"errors"`
-	}
-	msg := strings.TrimSpace(string(b))
-	if json.Unmarshal(b, &e) == nil && len(e.Errors) > 0 {
-		msg = e.Errors[0].Message
-	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4096)) // reuse the connection
+	host := resp.Request.URL.Host
 	if resp.StatusCode == http.StatusNotFound {
-		return fmt.Errorf("%s: %w: %s", what, ErrNotFound, msg)
+		return fmt.Errorf("%s: %w (%s answered %s)", what, ErrNotFound, host, resp.Status)
 	}
-	return fmt.Errorf("%s: registry answered %s: %s", what, resp.Status, msg)
+	return fmt.Errorf("%s: %w: %s answered %s", what, ErrRemote, host, resp.Status)
 }
 
 // ErrNotFound is wrapped when the registry does not have the model.
 var ErrNotFound = errors.New("not found in the registry")
+
+// ErrRemote is wrapped when a registry answers with an error or with
+// something that is not what the protocol expects.
+var ErrRemote = errors.New("registry error")

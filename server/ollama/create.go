@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/labstack/echo/v4"
 
@@ -46,6 +48,14 @@ func (h *Handler) create(c echo.Context) error {
 	}
 	if err := mf.Validate(); err != nil {
 		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	if req.Quantize != "" {
+		// One quantization at a time: it takes every core for minutes.
+		if !quantizing.TryLock() {
+			he := echo.NewHTTPError(http.StatusServiceUnavailable, "another quantization is running; try again when it finishes")
+			return &retryAfter{he}
+		}
+		defer quantizing.Unlock()
 	}
 	return streamProgress(c, req.Stream, func(progress func(api.ProgressResponse)) error {
 		status := func(s string) { progress(api.ProgressResponse{Status: s}) }
@@ -147,6 +157,10 @@ func (h *Handler) storeReference(v string, blobOnly bool) bool {
 	return err == nil
 }
 
+// quantizing is held while a quantization runs. It is one per process,
+// not per Handler: the CPU it saturates is the process's.
+var quantizing sync.Mutex
+
 // quantizeFrom replaces the Modelfile's FROM with a quantized copy of it.
 func (h *Handler) quantizeFrom(ctx context.Context, mf *models.Modelfile, typ string, status func(string)) error {
 	for i, cmd := range mf.Commands {
@@ -161,6 +175,13 @@ func (h *Handler) quantizeFrom(ctx context.Context, mf *models.Modelfile, typ st
 		}
 		if src == "" {
 			return errorf(http.StatusBadRequest, "quantize: FROM %q not found", cmd.Value)
+		}
+		// The output is at most the input's size; it is written to a
+		// temporary file and then copied into the store.
+		if fi, err := os.Stat(src); err == nil {
+			if err := h.Store.CheckCapacity(fi.Size()); err != nil {
+				return storeError(cmd.Value, err)
+			}
 		}
 		tmp, err := os.MkdirTemp("", "tadpole-quantize")
 		if err != nil {
@@ -179,7 +200,7 @@ func (h *Handler) quantizeFrom(ctx context.Context, mf *models.Modelfile, typ st
 		defer f.Close()
 		d, _, err := h.Store.WriteBlob(f, "")
 		if err != nil {
-			return err
+			return storeError(cmd.Value, err)
 		}
 		mf.Commands[i].Value = "@" + d
 		return nil
@@ -202,7 +223,7 @@ func (h *Handler) transfer(c echo.Context, push bool) error {
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
 	c.Set("model", name)
-	client := &registry.Client{Insecure: req.Insecure}
+	client := &registry.Client{Insecure: req.Insecure, Allow: h.AllowRegistries}
 	return streamProgress(c, req.Stream, func(progress func(api.ProgressResponse)) error {
 		report := func(p registry.Progress) {
 			progress(api.ProgressResponse{Status: p.Status, Digest: p.Digest, Total: p.Total, Completed: p.Completed})
@@ -214,11 +235,27 @@ func (h *Handler) transfer(c echo.Context, push bool) error {
 			err = client.Pull(c.Request().Context(), h.Store, n, report)
 		}
 		if err != nil {
-			if errors.Is(err, registry.ErrNotFound) {
-				return errorf(http.StatusNotFound, "%v", err)
-			}
-			return errorf(http.StatusInternalServerError, "%v", err)
+			return transferError(err)
 		}
 		return nil
 	})
+}
+
+// transferError maps a pull's or push's error to a status: the registry
+// lacks the model (404), the operator does not allow the registry's
+// address (403), the store's limits (413, 507), the registry failed
+// (502), or this server did (500). The message never carries what the
+// registry sent, only its host and status.
+func transferError(err error) error {
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+		return errorf(http.StatusNotFound, "%v", err)
+	case errors.Is(err, registry.ErrEgress):
+		return errorf(http.StatusForbidden, "%v", err)
+	case errors.Is(err, registry.ErrRemote):
+		return errorf(http.StatusBadGateway, "%v", err)
+	case errors.Is(err, models.ErrBlobTooLarge), errors.Is(err, models.ErrInsufficientStorage), errors.Is(err, syscall.ENOSPC):
+		return storeError("", err)
+	}
+	return errorf(http.StatusInternalServerError, "%v", err)
 }

@@ -22,6 +22,9 @@ type Handler struct {
 	Store *models.Store
 	Sched *sched.Scheduler
 	Infer *infer.Service
+	// AllowRegistries are the registries ("host" or "host:port") pulls
+	// and pushes may reach at non-public addresses (--allow-registry).
+	AllowRegistries []string
 }
 
 // Register adds the routes to e.

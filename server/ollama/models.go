@@ -91,6 +91,11 @@ func (h *Handler) show(c echo.Context) error {
 	if resp.Template == "" {
 		resp.Template = jinja
 	}
+	if resp.Template == "" {
+		// Ollama's default for a model without a template: the bare
+		// prompt, which is also what /api/generate sends such a model.
+		resp.Template = "{{ .Prompt }}"
+	}
 	resp.Capabilities = append(resp.Capabilities, infer.TemplateCapabilities(e.Template, jinja, toolUse)...)
 	if _, ok := f.Uint("tokenizer.ggml.fim_pre_token_id"); ok {
 		resp.Capabilities = append(resp.Capabilities, "insert")

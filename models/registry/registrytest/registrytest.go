@@ -34,6 +34,14 @@ type Server struct {
 	// corrupt serves wrong bytes for this digest.
 	Corrupt  string
 	Requests []string
+	// Ranges are the Range headers of blob GETs, in order ("" for none).
+	Ranges []string
+	// StallAfter and Stall hold blob downloads: when Stall is not nil, a
+	// blob GET sends StallAfter bytes, then waits until Stall is closed
+	// (or the client goes away) before the rest, so a test can act on a
+	// download in flight.
+	StallAfter int
+	Stall      chan struct{}
 	// HTTP is the listening server.
 	HTTP *httptest.Server
 }
@@ -119,6 +127,7 @@ func (r *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 			return
 		}
+		r.Ranges = append(r.Ranges, req.Header.Get("Range"))
 		if ref == r.Corrupt {
 			b = append([]byte("x"), b[1:]...)
 		}
@@ -131,6 +140,19 @@ func (r *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			w.WriteHeader(http.StatusPartialContent)
 		}
 		body := b[from : to+1]
+		if r.Stall != nil && len(body) > r.StallAfter {
+			stall, n := r.Stall, r.StallAfter
+			r.Mu.Unlock() // not held while stalled
+			defer r.Mu.Lock()
+			w.Write(body[:n])
+			w.(http.Flusher).Flush()
+			select {
+			case <-stall:
+				w.Write(body[n:])
+			case <-req.Context().Done():
+			}
+			return
+		}
 		if r.CutCount > 0 && len(body) > r.CutAfter {
 			r.CutCount--
 			w.Write(body[:r.CutAfter])
