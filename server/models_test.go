@@ -41,7 +41,7 @@ func TestModelLifecycle(t *testing.T) {
 		names = append(names, m.Name)
 	}
 	// The bare files of the test store (old.gguf and junk.gguf are not
-	// GGUF models a store lists with details, but they are listed).
+	// GGUF files llama.cpp loads: they are left out).
 	if !strings.Contains(strings.Join(names, ","), "bigram:latest") || !strings.Contains(strings.Join(names, ","), "stories:latest") {
 		t.Fatalf("list: %v", names)
 	}

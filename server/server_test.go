@@ -249,8 +249,8 @@ func TestBadInput(t *testing.T) {
 		{`{"model":"stories","prompt":"hi","keep_alive":"forever"}`, 400, "keep_alive"},
 		{`{"model":"stories","prompt":123}`, 400, "prompt"},
 		{`{"model":"stories","prompt":"hi","images":["aGk="]}`, 400, "images"},
-		{`{"model":"old","prompt":"hi"}`, 500, "GGUF"},
-		{`{"model":"junk","prompt":"hi"}`, 500, "not a GGUF"},
+		{`{"model":"old","prompt":"hi"}`, 400, "GGUF v1"},
+		{`{"model":"junk","prompt":"hi"}`, 400, "not a GGUF"},
 	} {
 		resp, err := http.Post(ts.URL+"/api/generate", "application/json", strings.NewReader(tc.body))
 		if err != nil {

@@ -70,6 +70,9 @@ func (c *Client) Pull(ctx context.Context, st Store, name models.Name, progress 
 			return fmt.Errorf("pull %s: %w", name, err)
 		}
 	}
+	if err := checkGGUFLayers(st, m.Layers); err != nil {
+		return fmt.Errorf("pull %s: %s sent %w: %w", name, n.Host, err, ErrRemote)
+	}
 	progress(Progress{Status: "writing manifest"})
 	if err := st.WriteManifest(name, raw); err != nil {
 		return fmt.Errorf("pull %s: %w", name, err)
@@ -175,4 +178,26 @@ func (c *Client) fetchRange(ctx context.Context, n models.Name, digest string, f
 		err = io.ErrUnexpectedEOF
 	}
 	return got, err
+}
+
+// checkGGUFLayers validates the GGUF layers of a pulled manifest before it
+// is written, so a model llama.cpp cannot load never enters the store
+// (the error wraps [models.ErrInvalidModel] and names the key). Its
+// verified blobs stay, unreferenced, like those of an interrupted pull.
+func checkGGUFLayers(st Store, layers []models.Layer) error {
+	for _, l := range layers {
+		switch l.MediaType {
+		case models.MediaTypeModel, models.MediaTypeAdapter, models.MediaTypeProjector:
+		default:
+			continue
+		}
+		p, err := st.BlobPath(l.Digest)
+		if err != nil {
+			return err
+		}
+		if _, err := models.CheckGGUF(p); err != nil {
+			return fmt.Errorf("layer %s: %w", l.Digest, err)
+		}
+	}
+	return nil
 }

@@ -41,6 +41,9 @@ func (h *Handler) create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := h.checkGGUFs(mf); err != nil {
+		return err
+	}
 	for _, cmd := range mf.Commands {
 		if (cmd.Name == models.CmdFrom || cmd.Name == models.CmdAdapter) && !h.storeReference(cmd.Value, cmd.Name == models.CmdAdapter) {
 			return errorf(http.StatusBadRequest, "%s %q: give a model name or the digest of a blob uploaded with POST /api/blobs/:digest (\"@sha256:…\"); server paths are not read", strings.ToUpper(cmd.Name), cmd.Value)
@@ -65,11 +68,39 @@ func (h *Handler) create(c echo.Context) error {
 			}
 		}
 		if err := h.Store.Create(name, mf, status); err != nil {
+			if errors.Is(err, models.ErrInvalidModel) {
+				return errorf(http.StatusBadRequest, "%v", err)
+			}
 			return storeError(name, err)
 		}
 		status("success")
 		return nil
 	})
+}
+
+// checkGGUFs refuses a FROM or ADAPTER whose blob or model is a GGUF
+// llama.cpp cannot load (see models.CheckGGUF) with a 400 naming the key,
+// before any progress is streamed: a streamed create has already sent
+// its 200. Store.Create checks again, for what a Modelfile imports.
+func (h *Handler) checkGGUFs(mf *models.Modelfile) error {
+	for _, cmd := range mf.Commands {
+		if cmd.Name != models.CmdFrom && cmd.Name != models.CmdAdapter {
+			continue
+		}
+		var err error
+		if d := strings.TrimPrefix(cmd.Value, "@"); models.ValidDigest(d) {
+			if !h.Store.HasBlob(d) {
+				continue // storeReference says so
+			}
+			err = h.Store.CheckBlob(d)
+		} else {
+			_, err = h.Store.Resolve(cmd.Value)
+		}
+		if errors.Is(err, models.ErrInvalidModel) {
+			return errorf(http.StatusBadRequest, "%s %s: %v", strings.ToUpper(cmd.Name), cmd.Value, err)
+		}
+	}
+	return nil
 }
 
 // modelfileOf builds the Modelfile of a create request.

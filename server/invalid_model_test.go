@@ -1,0 +1,121 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	ollama "github.com/ollama/ollama/api"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/gguf"
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/sched"
+)
+
+// writeBlockCount writes a copy of stories260K whose llama.block_count is
+// v (the crafted files of issue 19) and returns its path.
+func writeBlockCount(t *testing.T, dir, name string, v any) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	err := gguf.Rewrite(p, testmodels.Testdata("stories260K.gguf"), func(kvs []gguf.KV) []gguf.KV {
+		return gguf.SetKV(kvs, "llama.block_count", v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Issue 19: a stories260K copy whose block_count is 2^37 (u64) or
+// 0xFFFFFFFF (u32), uploaded with the official client's CreateBlob and
+// Create, used to be accepted and then ended the process with "out of
+// memory" at the first generate. Now create answers 400 naming
+// block_count and writes nothing; a broken NAME.gguf in the models
+// directory is not listed and a request for it is a 400; valid creates
+// and generations still work.
+func TestCreateRefusesBrokenGGUF(t *testing.T) {
+	dir := t.TempDir()
+	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	writeBlockCount(t, dir, "broken.gguf", uint32(0xFFFFFFFF))
+	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
+	ts := serveForTest(t, srv)
+	ctx := context.Background()
+	src := t.TempDir()
+
+	for _, tc := range []struct {
+		name   string
+		value  any
+		want   string
+		stream *bool
+	}{
+		{"u64", uint64(1) << 37, "llama.block_count is 137438953472 but the file has tensors for 5 blocks", nil},
+		{"u32", uint32(0xFFFFFFFF), "llama.block_count is 4294967295 but the file has tensors for 5 blocks", ptr(false)},
+	} {
+		digest, data := fileDigest(t, writeBlockCount(t, src, tc.name+".gguf", tc.value))
+		if err := ts.Client.CreateBlob(ctx, digest, strings.NewReader(string(data))); err != nil {
+			t.Fatalf("%s: upload: %v", tc.name, err)
+		}
+		err := ts.Client.Create(ctx, &ollama.CreateRequest{Model: "bad", Files: map[string]string{"x.gguf": digest}, Stream: tc.stream},
+			func(ollama.ProgressResponse) error { return nil })
+		var se ollama.StatusError
+		if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.ErrorMessage, tc.want) {
+			t.Errorf("%s: create = %v, want a 400 containing %q", tc.name, err, tc.want)
+		}
+		// The same blob as "from".
+		err = ts.Client.Create(ctx, &ollama.CreateRequest{Model: "bad", From: "@" + digest, System: "hi"},
+			func(ollama.ProgressResponse) error { return nil })
+		if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.ErrorMessage, "block_count") {
+			t.Errorf("%s: create from the blob = %v, want a 400 naming block_count", tc.name, err)
+		}
+	}
+
+	list, err := ts.Client.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range list.Models {
+		names = append(names, m.Name)
+	}
+	if strings.Join(names, ",") != "stories:latest" {
+		t.Errorf("models %v, want only stories:latest", names)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "manifests")); len(entries) != 0 {
+		t.Errorf("a refused create wrote manifests: %v", entries)
+	}
+
+	// The broken file in the directory: a 400 naming the key, the server
+	// keeps serving.
+	err = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "broken", Prompt: "Once", Options: map[string]any{"num_predict": 2}},
+		func(ollama.GenerateResponse) error { return nil })
+	var se ollama.StatusError
+	if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.ErrorMessage, "llama.block_count is 4294967295") {
+		t.Errorf("generate with the broken model: %v", err)
+	}
+	if _, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "broken"}); !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest {
+		t.Errorf("show of the broken model: %v", err)
+	}
+
+	// A valid create and a generation on it still work.
+	digest, data := fileDigest(t, testmodels.Testdata("stories260K.gguf"))
+	if err := ts.Client.CreateBlob(ctx, digest, strings.NewReader(string(data))); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Client.Create(ctx, &ollama.CreateRequest{Model: "good", Files: map[string]string{"x.gguf": digest}},
+		func(ollama.ProgressResponse) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	err = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "good", Prompt: "Once upon a time", Stream: ptr(false),
+		Options: map[string]any{"num_predict": 4, "temperature": 0}}, func(r ollama.GenerateResponse) error { text += r.Response; return nil })
+	if err != nil || text == "" {
+		t.Fatalf("generate with the valid model: %q, %v", text, err)
+	}
+}
