@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -52,6 +53,10 @@ func storeError(name string, err error) error {
 		return errorf(http.StatusNotFound, "model %q not found", name)
 	case errors.Is(err, models.ErrDigestMismatch), errors.Is(err, models.ErrInvalidDigest):
 		return errorf(http.StatusBadRequest, "%v", err)
+	case errors.Is(err, models.ErrBlobTooLarge):
+		return errorf(http.StatusRequestEntityTooLarge, "%v", err)
+	case errors.Is(err, models.ErrInsufficientStorage), errors.Is(err, syscall.ENOSPC):
+		return errorf(http.StatusInsufficientStorage, "%v", err)
 	}
 	var pe *models.ParseError
 	if errors.As(err, &pe) {
@@ -70,6 +75,9 @@ func (h *Handler) show(c echo.Context) error {
 		return errorf(http.StatusBadRequest, "model is required")
 	}
 	c.Set("model", name)
+	if err := checkName("model", name); err != nil {
+		return err
+	}
 	e, err := h.Store.Resolve(name)
 	if err != nil {
 		if errors.Is(err, models.ErrNotFound) {
@@ -151,6 +159,15 @@ func parametersText(params map[string]any) string {
 	return sb.String()
 }
 
+// checkName answers 400 for a name that is not a valid model name
+// ("../../evil", "a/b/c/d"): the client's mistake, named with its field.
+func checkName(field, name string) error {
+	if _, err := models.ParseName(name); err != nil {
+		return errorf(http.StatusBadRequest, "%s: %v", field, err)
+	}
+	return nil
+}
+
 func firstNonEmpty(ss ...string) string {
 	for _, s := range ss {
 		if s != "" {
@@ -168,6 +185,12 @@ func (h *Handler) copyModel(c echo.Context) error {
 	if req.Source == "" || req.Destination == "" {
 		return errorf(http.StatusBadRequest, "source and destination are required")
 	}
+	if err := checkName("source", req.Source); err != nil {
+		return err
+	}
+	if err := checkName("destination", req.Destination); err != nil {
+		return err
+	}
 	if err := h.Store.Copy(req.Source, req.Destination); err != nil {
 		return storeError(req.Source, err)
 	}
@@ -182,6 +205,9 @@ func (h *Handler) deleteModel(c echo.Context) error {
 	name := firstNonEmpty(req.Model, req.Name)
 	if name == "" {
 		return errorf(http.StatusBadRequest, "model is required")
+	}
+	if err := checkName("model", name); err != nil {
+		return err
 	}
 	e, err := h.Store.Resolve(name)
 	if err != nil {
@@ -219,6 +245,10 @@ func (h *Handler) postBlob(c echo.Context) error {
 	}
 	if h.Store.HasBlob(d) {
 		return c.NoContent(http.StatusOK)
+	}
+	// A declared size is checked before reading: 413 or 507 at once.
+	if err := h.Store.CheckCapacity(c.Request().ContentLength); err != nil {
+		return storeError(d, err)
 	}
 	if _, _, err := h.Store.WriteBlob(c.Request().Body, d); err != nil {
 		return storeError(d, err)
