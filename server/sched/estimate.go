@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"math/bits"
 	"regexp"
 	"strconv"
 	"strings"
@@ -77,6 +78,10 @@ func EstimateMemory(f *gguf.File, ctxTokens int, kvType string, nBatch int) (Est
 		return Estimate{}, fmt.Errorf("%s.block_count is %d, at most %d allowed", f.Architecture(), layers, gguf.MaxBlockCount)
 	}
 	e := Estimate{Layers: int(layers), LayerBytes: make([]uint64, layers)}
+	// Every size below comes from the file or the request: the arithmetic
+	// refuses to wrap around (issue 19: a huge num_ctx once wrapped the
+	// estimate to 3 MiB and the load went ahead).
+	var c sizeCalc
 	for _, t := range f.Tensors {
 		size := t.Size()
 		switch m := blockTensor.FindStringSubmatch(t.Name); {
@@ -85,11 +90,11 @@ func EstimateMemory(f *gguf.File, ctxTokens int, kvType string, nBatch int) (Est
 			if i >= int(layers) {
 				return Estimate{}, fmt.Errorf("tensor %s is past block_count %d", t.Name, layers)
 			}
-			e.LayerBytes[i] += size
+			e.LayerBytes[i] = c.add(e.LayerBytes[i], size)
 		case strings.HasPrefix(t.Name, "output"):
-			e.OutputBytes += size
+			e.OutputBytes = c.add(e.OutputBytes, size)
 		default:
-			e.InputBytes += size
+			e.InputBytes = c.add(e.InputBytes, size)
 		}
 	}
 	embd, _ := f.ArchUint("embedding_length")
@@ -110,13 +115,41 @@ func EstimateMemory(f *gguf.File, ctxTokens int, kvType string, nBatch int) (Est
 	if !ok {
 		return Estimate{}, fmt.Errorf("unknown KV cache type %q", kvType)
 	}
-	e.KVBytesPerLayer = uint64(float64(uint64(ctxTokens)*(keyLen+valLen)*headsKV) * per)
+	if ctxTokens < 0 || nBatch < 0 {
+		return Estimate{}, fmt.Errorf("negative context (%d) or batch (%d)", ctxTokens, nBatch)
+	}
+	elems := c.mul(c.mul(uint64(ctxTokens), c.add(keyLen, valLen)), headsKV)
+	e.KVBytesPerLayer = c.mul(elems, uint64(per*32)) / 32 // per × 32 is whole: bytes per block of 32
 	vocab := uint64(0)
 	if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok {
 		vocab = uint64(len(toks))
 	}
 	ff, _ := f.ArchUint("feed_forward_length")
 	nb := uint64(max(nBatch, 1))
-	e.ComputeBytes = 4 * nb * (vocab + 4*max(embd, ff))
+	e.ComputeBytes = c.mul(c.mul(4, nb), c.add(vocab, c.mul(4, max(embd, ff))))
+	// The sums Total and GPUBytes make are at most this one.
+	total := c.add(c.add(e.OutputBytes, e.InputBytes), e.ComputeBytes)
+	for _, b := range e.LayerBytes {
+		total = c.add(total, c.add(b, e.KVBytesPerLayer))
+	}
+	if c.overflow {
+		return Estimate{}, fmt.Errorf("memory estimate overflows (context of %d tokens, batch of %d)", ctxTokens, nBatch)
+	}
 	return e, nil
+}
+
+// sizeCalc is size arithmetic that notes a wrap-around instead of
+// wrapping silently.
+type sizeCalc struct{ overflow bool }
+
+func (c *sizeCalc) add(a, b uint64) uint64 {
+	s, carry := bits.Add64(a, b, 0)
+	c.overflow = c.overflow || carry != 0
+	return s
+}
+
+func (c *sizeCalc) mul(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	c.overflow = c.overflow || hi != 0
+	return lo
 }

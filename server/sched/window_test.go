@@ -106,3 +106,21 @@ func TestMulInt(t *testing.T) {
 		}
 	}
 }
+
+// The estimate refuses sizes that wrap around instead of reporting a
+// few MiB for an impossible context.
+func TestEstimateOverflow(t *testing.T) {
+	f, err := gguf.Open(storiesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ ctx, batch int }{{math.MaxInt, 512}, {288230376151711800 * 8, 512}, {2048, math.MaxInt}, {-1, 512}} {
+		if e, err := EstimateMemory(f, c.ctx, "", c.batch); err == nil {
+			t.Errorf("context %d, batch %d: estimate %d bytes", c.ctx, c.batch, e.Total())
+		}
+	}
+	e, err := EstimateMemory(f, 4096, "q8_0", 512)
+	if err != nil || e.KVBytesPerLayer == 0 {
+		t.Fatal(e, err)
+	}
+}
