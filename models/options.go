@@ -75,6 +75,31 @@ var options = map[string]OptionType{
 	"stop":              OptionStringList,
 }
 
+// intBounds are the ranges of integer options a model may set: what the
+// engine accepts (engine/limits.go), so that a Modelfile cannot store a
+// value every request to the model would then fail on — or, before those
+// checks, abort the server on. num_thread's bound here is ggml's hard
+// limit; the server narrows it to four per CPU when it loads the model.
+var intBounds = map[string][2]int{
+	"num_ctx":       {0, 1 << 20},
+	"num_batch":     {0, math.MaxInt32},
+	"num_gpu":       {-1, math.MaxInt32},
+	"main_gpu":      {0, 255},
+	"num_thread":    {0, 512},
+	"num_keep":      {-1, 1 << 20},
+	"num_predict":   {-2, math.MaxInt32},
+	"top_k":         {-1, math.MaxInt32},
+	"repeat_last_n": {-1, 1 << 20},
+	"mirostat":      {0, 2},
+}
+
+func checkBounds(name string, n int) error {
+	if b, ok := intBounds[name]; ok && (n < b[0] || n > b[1]) {
+		return fmt.Errorf("parameter %s: %d is out of range (%d..%d)", name, n, b[0], b[1])
+	}
+	return nil
+}
+
 // OptionNames lists every option name PARAMETER accepts, sorted.
 func OptionNames() []string {
 	out := make([]string, 0, len(options))
@@ -108,6 +133,9 @@ func ParseOption(name, value string) (any, error) {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n != int64(int(n)) {
 			return nil, fmt.Errorf("parameter %s: %q is not an integer", name, value)
+		}
+		if err := checkBounds(name, int(n)); err != nil {
+			return nil, err
 		}
 		return int(n), nil
 	case OptionFloat:
@@ -144,14 +172,14 @@ func NormalizeOption(name string, v any) (any, error) {
 	case OptionInt:
 		switch n := v.(type) {
 		case int:
-			return n, nil
+			return n, checkBounds(name, n)
 		case int64:
-			return int(n), nil
+			return int(n), checkBounds(name, int(n))
 		case float64:
 			if n != math.Trunc(n) || math.Abs(n) > 1<<53 {
 				return nil, bad()
 			}
-			return int(n), nil
+			return int(n), checkBounds(name, int(n))
 		}
 	case OptionFloat:
 		switch n := v.(type) {

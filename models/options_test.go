@@ -57,6 +57,15 @@ func TestNormalizeOption(t *testing.T) {
 		{"num_ctx", "2048", 2048, false},
 		{"num_ctx", 2048.5, nil, true},
 		{"num_ctx", true, nil, true},
+		// Values the engine would refuse (or once aborted on) are refused
+		// when the model is created.
+		{"num_ctx", float64(288230376151711800), nil, true},
+		{"num_ctx", "288230376151711800", nil, true},
+		{"num_batch", float64(1 << 40), nil, true},
+		{"num_thread", 100000, nil, true},
+		{"num_gpu", -2, nil, true},
+		{"mirostat", "3", nil, true},
+		{"num_thread", 8, 8, false},
 		{"temperature", float32(0.7), 0.7, false},
 		{"temperature", float64(1), 1.0, false},
 		{"temperature", 1, 1.0, false},
