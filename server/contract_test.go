@@ -197,3 +197,21 @@ func threads(t *testing.T) int {
 	}
 	return 0
 }
+
+// A Modelfile cannot store a load-time value every request to the model
+// would fail on (issue 19: "PARAMETER num_ctx 3000 exposes every user").
+func TestCreateRefusesEngineBoundParameters(t *testing.T) {
+	ts := startServer(t)
+	for _, params := range []map[string]any{
+		{"num_thread": 100000}, {"num_ctx": float64(1 << 40)}, {"num_batch": float64(1 << 40)}, {"num_gpu": -7},
+	} {
+		err := ts.Client.Create(context.Background(), &ollama.CreateRequest{Model: "bad", From: "stories", Parameters: params}, func(ollama.ProgressResponse) error { return nil })
+		var se ollama.StatusError
+		if !asStatus(err, &se) || se.StatusCode != 400 || !strings.Contains(se.ErrorMessage, "out of range") {
+			t.Errorf("%v: %v", params, err)
+		}
+	}
+	if _, err := ts.Client.Show(context.Background(), &ollama.ShowRequest{Model: "bad"}); err == nil {
+		t.Fatal("a refused model was created")
+	}
+}
