@@ -138,7 +138,11 @@ func checkFile(path string) (*gguf.File, error) {
 		}
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
-	f, err := gguf.Open(path) // its errors name the path
+	// The store validates models when they enter it; this is the last
+	// line for files that reach the engine another way (a models
+	// directory, a file replaced after it was listed): nothing llama.cpp
+	// would size an allocation from or assert on gets to it.
+	f, err := gguf.ValidateFile(path) // its errors name the path
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
