@@ -495,3 +495,17 @@ func TestEngineContract(t *testing.T) {
 		t.Fatalf("oversized batch: %v", err)
 	}
 }
+
+// Ids outside the vocabulary render as nothing rather than reaching
+// llama.cpp's std::vector::at (an uncaught exception terminates).
+func TestTokenPieceOutOfVocabulary(t *testing.T) {
+	m := loadStories(t)
+	for _, id := range []Token{-1, Token(m.VocabSize()), 1 << 30} {
+		if p := m.TokenPiece(id, true); p != nil {
+			t.Fatalf("token %d: %q", id, p)
+		}
+	}
+	if m.Detokenize([]Token{1 << 30, -5}, false) != "" {
+		t.Fatal("out-of-vocabulary ids detokenized")
+	}
+}

@@ -58,7 +58,9 @@ type Model struct {
 	c     *C.struct_llama_model
 	vocab *C.struct_llama_vocab
 	path  string
-	Meta  Metadata
+	// nVocab is the vocabulary size, read once for the id checks.
+	nVocab int
+	Meta   Metadata
 	// GGUF is the file's metadata with typed values, read before loading.
 	GGUF *gguf.File
 }
@@ -125,6 +127,7 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 		return nil, fmt.Errorf("load %s: %w: %s", path, ErrLoadFailed, detail)
 	}
 	m := &Model{c: c, vocab: C.llama_model_get_vocab(c), path: path, GGUF: gf}
+	m.nVocab = m.VocabSize()
 	m.Meta = m.readMetadata()
 	return m, nil
 }

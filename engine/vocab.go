@@ -44,6 +44,11 @@ func (m *Model) Tokenize(text string, addSpecial, parseSpecial bool) ([]Token, e
 // text when special is true and as nothing otherwise. A piece may be part
 // of a UTF-8 character: use a Detokenizer to stream text.
 func (m *Model) TokenPiece(t Token, special bool) []byte {
+	// llama.cpp looks the id up with std::vector::at: an id outside the
+	// vocabulary throws through C and terminates the process.
+	if t < 0 || int(t) >= m.nVocab {
+		return nil
+	}
 	var small [64]byte
 	buf := small[:]
 	for {
