@@ -90,8 +90,8 @@ func TestAuthEveryDialect(t *testing.T) {
 			}
 		}
 	}
-	// The liveness, version and metrics routes need no key.
-	for _, p := range []string{"/", "/api/version", "/metrics"} {
+	// The liveness and version routes need no key.
+	for _, p := range []string{"/", "/api/version"} {
 		if code, _, b := do(t, "GET", ts.URL+p, "", ""); code != 200 {
 			t.Errorf("GET %s: %d %s", p, code, b)
 		}
@@ -261,7 +261,7 @@ func TestKeyUsageMetricsAndClientKey(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("generate: %d", code)
 	}
-	code, _, body := do(t, "GET", ts.URL+"/metrics", "", "")
+	code, _, body := do(t, "GET", ts.URL+"/metrics", "usage-key", "")
 	if code != 200 {
 		t.Fatalf("metrics: %d", code)
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -31,9 +32,20 @@ type Config struct {
 	// CORSOrigins are the origins browsers may call the server from
 	// ('*' matches anything); empty means DefaultCORSOrigins.
 	CORSOrigins []string
-	// Auth checks API keys and per-key limits on every route but GET /,
-	// /api/version and /metrics (nil: no keys).
+	// Auth checks API keys and per-key limits on every route but GET /
+	// and /api/version (nil: no keys); model management needs an admin
+	// key.
 	Auth *auth.Auth
+	// Hosts are the names, besides localhost and loopback addresses, that
+	// requests on a loopback listener may carry in their Host header (the
+	// name the server was told to listen on); see hostGuard.
+	Hosts []string
+	// TLS, when set, makes Serve and ServeMetrics speak HTTPS (HTTP/2 and
+	// HTTP/1.1); see Certificate.TLSConfig.
+	TLS *tls.Config
+	// MetricsListener moves /metrics off the API onto the listener given
+	// to ServeMetrics, where it needs no key.
+	MetricsListener bool
 	// MaxBody is the largest request body in bytes (0: DefaultMaxBody);
 	// blob uploads are exempt.
 	MaxBody int64
@@ -62,6 +74,9 @@ type Server struct {
 	telemetry *telemetry.Telemetry
 	http      *http.Server
 	jobs      *jobs.Store
+	tls       *tls.Config
+	hosts     []string
+	metrics   metricsServer
 }
 
 // New builds a server; it loads no model until a request needs one.
@@ -70,9 +85,10 @@ func New(cfg Config) *Server {
 	e.HideBanner, e.HidePort = true, true
 	e.Use(middleware.RequestID())
 	e.Use(middleware.Recover())
-	e.Use(cors(cfg.CORSOrigins))
+	allowed := newOrigins(cfg.CORSOrigins)
+	e.Use(hostGuard(cfg.Hosts), originGuard(allowed), cors(allowed))
 	e.HTTPErrorHandler = dialect.ErrorHandler(ollama.ErrorHandler)
-	s := &Server{echo: e, sched: sched.New(cfg.Sched)}
+	s := &Server{echo: e, sched: sched.New(cfg.Sched), tls: cfg.TLS, hosts: cfg.Hosts}
 	src := telemetry.Sources{Sched: s.sched, GPUs: s.sched.Config().GPUs}
 	if cfg.Auth.Enabled() {
 		src.Usage = cfg.Auth.Usage()
@@ -82,8 +98,8 @@ func New(cfg Config) *Server {
 		slog.Error("telemetry disabled", "error", err)
 	}
 	s.telemetry = tel
-	e.Use(s.requestLog, cfg.Auth.Middleware(), bodyLimit(cfg.MaxBody))
-	if tel != nil {
+	e.Use(s.requestLog, bodyTypeGuard, cfg.Auth.Middleware(), bodyLimit(cfg.MaxBody))
+	if tel != nil && !cfg.MetricsListener {
 		e.GET("/metrics", echo.WrapHandler(tel.Handler()))
 	}
 	store := &models.Store{Dir: cfg.ModelsDir, MaxBlobSize: cfg.MaxBlobSize, MinFreeDisk: cfg.MinFreeDisk}
@@ -107,10 +123,11 @@ func New(cfg Config) *Server {
 // Handler is the server's HTTP handler (for tests with httptest).
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// Serve accepts connections on ln until Shutdown.
+// Serve accepts connections on ln until Shutdown, over TLS when
+// Config.TLS is set.
 func (s *Server) Serve(ln net.Listener) error {
-	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: 30 * time.Second}
-	err := s.http.Serve(ln)
+	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: 30 * time.Second, ConnContext: withListener(ln.Addr()), TLSConfig: s.tls.Clone()}
+	err := serveOn(s.http, ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -124,6 +141,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.http != nil {
 		err = s.http.Shutdown(ctx)
 	}
+	s.metrics.shutdown(ctx)
 	if s.jobs != nil {
 		s.jobs.Close() // running jobs go back to the queue
 	}

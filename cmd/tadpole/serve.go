@@ -65,6 +65,7 @@ func serve(args []string) error {
 	maxBlob := fs.String("max-blob-size", env("TADPOLE_MAX_BLOB_SIZE", "512GiB"), "largest blob an upload, import or pull may store; larger ones get 413; 0: no limit (TADPOLE_MAX_BLOB_SIZE)")
 	minFree := fs.String("min-free-disk", env("TADPOLE_MIN_FREE_DISK", "1GiB"), "free space writes must leave on the models disk; writes below it get 507; 0: none (TADPOLE_MIN_FREE_DISK)")
 	apiFlags := addAPIFlags(fs)
+	boundary := addBoundaryFlags(fs)
 	fs.SortFlags = false
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "Usage: tadpole serve [flags]\n\nFlags:\n%s", fs.FlagUsages())
@@ -137,22 +138,27 @@ func serve(args []string) error {
 			}
 		}
 	}
-	srv := server.New(cfg)
-	addr := *host
-	if !strings.Contains(addr, ":") {
-		addr += ":11434"
+	addr := listenAddr(*host)
+	cert, err := boundary.apply(&cfg, addr)
+	if err != nil {
+		return err
 	}
-	addr = strings.TrimPrefix(strings.TrimPrefix(addr, "http://"), "https://")
+	srv := server.New(cfg)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	slog.Info("Tadpole is listening", "addr", ln.Addr().String(), "models", *modelsDir, "parallel", *parallel)
+	slog.Info("Tadpole is listening", "addr", ln.Addr().String(), "tls", cert != nil, "models", *modelsDir, "parallel", *parallel)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	if err := boundary.serveMetrics(srv, errc); err != nil {
+		srv.Shutdown(context.Background())
+		return err
+	}
+	reloadOnHUP(ctx, cert)
 	select {
 	case err := <-errc:
 		return err

@@ -20,7 +20,8 @@ import (
 
 // Config configures API keys and their limits.
 type Config struct {
-	// Keys are the accepted keys or their "sha256:<hex>" hashes. None:
+	// Keys are the accepted keys or their "sha256:<hex>" hashes, each
+	// optionally followed by a space and its scope (LoadKeys). None:
 	// every request is served without a key.
 	Keys []string
 	// Rate is how many requests a key may make per Per (default one
@@ -47,6 +48,7 @@ type Auth struct {
 type key struct {
 	hash    [sha256.Size]byte
 	id      string
+	scope   Scope
 	usage   *usage.Counters
 	mu      sync.Mutex
 	tokens  float64
@@ -71,18 +73,22 @@ func New(cfg Config) (*Auth, error) {
 		a.burst = float64(cfg.Rate)
 		a.rate = float64(cfg.Rate) / per.Seconds()
 	}
-	seen := map[[sha256.Size]byte]bool{}
+	seen := map[[sha256.Size]byte]*key{}
 	for i, e := range cfg.Keys {
-		h, err := parseEntry(e)
+		en, err := parseEntry(e)
 		if err != nil {
 			return nil, fmt.Errorf("api key %d: %w", i+1, err)
 		}
-		if seen[h] {
+		if k := seen[en.hash]; k != nil {
+			if k.scope != en.scope {
+				return nil, fmt.Errorf("api key %d: key %s is listed twice, with scopes %s and %s", i+1, k.id, k.scope, en.scope)
+			}
 			continue
 		}
-		seen[h] = true
-		id := keyID(h)
-		a.keys = append(a.keys, &key{hash: h, id: id, usage: a.usage.For(id), tokens: a.burst})
+		id := keyID(en.hash)
+		k := &key{hash: en.hash, id: id, scope: en.scope, usage: a.usage.For(id), tokens: a.burst}
+		seen[en.hash] = k
+		a.keys = append(a.keys, k)
 	}
 	return a, nil
 }
@@ -116,17 +122,29 @@ func (a *Auth) lookup(secret string) *key {
 }
 
 // public reports whether a request needs no key: the liveness and
-// version routes and the metrics.
+// version routes. /metrics needs one (it names models and keys' usage)
+// unless it has its own listener.
 func public(r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
 	}
 	switch r.URL.Path {
-	case "/", "/api/version", "/metrics":
+	case "/", "/api/version":
 		return true
 	}
 	return false
 }
+
+// adminRoutes are the routes (echo's patterns, as c.Path() names them)
+// that manage models and so need an admin key: they write to the model
+// store or reach out to registries.
+var adminRoutes = map[string]bool{
+	"/api/create": true, "/api/copy": true, "/api/delete": true,
+	"/api/pull": true, "/api/push": true, "/api/blobs/:digest": true,
+}
+
+// AdminRoute reports whether the route pattern needs an admin key.
+func AdminRoute(pattern string) bool { return adminRoutes[pattern] }
 
 // secret is the key a request presents: "Authorization: Bearer KEY"
 // (or "X-API-Key: KEY", which older Anura clients send).
@@ -159,7 +177,13 @@ func (a *Auth) Middleware() echo.MiddlewareFunc {
 				}
 				return dialect.Write(c, dialect.Error{Status: http.StatusUnauthorized, Message: msg, Code: "invalid_api_key"})
 			}
-			c.SetRequest(req.WithContext(usage.NewContext(context.WithValue(req.Context(), keyCtx{}, k.id), k.usage)))
+			if k.scope != Admin && AdminRoute(c.Path()) {
+				return dialect.Write(c, dialect.Error{
+					Status: http.StatusForbidden, Code: "insufficient_scope",
+					Message: fmt.Sprintf("%s manages models and needs an admin key; this key's scope is %s", req.URL.Path, k.scope),
+				})
+			}
+			c.SetRequest(req.WithContext(usage.NewContext(context.WithValue(req.Context(), keyCtx{}, k), k.usage)))
 			if wait := a.take(k, time.Now()); wait > 0 {
 				k.usage.Limited()
 				return dialect.Write(c, dialect.Error{
@@ -216,6 +240,17 @@ type keyCtx struct{}
 // KeyID is the id of the key a request's context was authenticated with
 // ("" without keys).
 func KeyID(ctx context.Context) string {
-	id, _ := ctx.Value(keyCtx{}).(string)
-	return id
+	if k, _ := ctx.Value(keyCtx{}).(*key); k != nil {
+		return k.id
+	}
+	return ""
+}
+
+// ScopeOf is the scope of the key a request's context was authenticated
+// with ("" without keys, when every request may do everything).
+func ScopeOf(ctx context.Context) Scope {
+	if k, _ := ctx.Value(keyCtx{}).(*key); k != nil {
+		return k.scope
+	}
+	return ""
 }

@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +26,9 @@ func TestLoadKeys(t *testing.T) {
 		{"none", "", "", nil, ""},
 		{"missing file", filepath.Join(dir, "nope"), "", nil, "no such file"},
 		{"bad hash", "", "sha256:abc", nil, "64 hex digits"},
-		{"space", "", "my key", nil, "spaces"},
+		{"space", "", "my secret key", nil, "spaces"},
+		{"unknown scope", "", "my key", nil, "unknown scope"},
+		{"scoped", "", "a admin, " + hashed + "  inference", []string{"a admin", hashed + "  inference"}, ""},
 	} {
 		got, err := LoadKeys(tc.file, tc.list)
 		if tc.err != "" {
@@ -109,5 +113,64 @@ func TestNewKey(t *testing.T) {
 	}
 	if h := Hash("abc"); h != "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
 		t.Fatalf("Hash: %s", h)
+	}
+}
+
+func TestScopes(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "keys")
+	os.WriteFile(file, []byte("# one of each\nplain-admin admin\n"+Hash("hashed-admin")+"\tadmin\nplain-user\n"+Hash("hashed-user")+" inference\n"), 0o600)
+	entries, err := LoadKeys(file, "env-admin admin,env-user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{Keys: entries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for secret, want := range map[string]Scope{
+		"plain-admin": Admin, "hashed-admin": Admin, "env-admin": Admin,
+		"plain-user": Inference, "hashed-user": Inference, "env-user": Inference,
+	} {
+		if k := a.lookup(secret); k == nil || k.scope != want {
+			t.Errorf("%s: %+v, want scope %s", secret, k, want)
+		}
+	}
+	// The same key twice with one scope is one key; with two it is an error.
+	if a, err := New(Config{Keys: []string{"k admin", Hash("k") + " admin"}}); err != nil || len(a.keys) != 1 {
+		t.Errorf("duplicate: %v", err)
+	}
+	if _, err := New(Config{Keys: []string{"k admin", "k"}}); err == nil || !strings.Contains(err.Error(), "scopes admin and inference") || strings.Contains(err.Error(), " k ") {
+		t.Errorf("conflicting scopes: %v", err)
+	}
+	for _, route := range []string{"/api/create", "/api/copy", "/api/delete", "/api/pull", "/api/push", "/api/blobs/:digest"} {
+		if !AdminRoute(route) {
+			t.Errorf("%s is not an admin route", route)
+		}
+	}
+	for _, route := range []string{"/api/generate", "/api/chat", "/api/show", "/api/tags", "/v1/chat/completions", "/api/v1/jobs/:id", "/metrics"} {
+		if AdminRoute(route) {
+			t.Errorf("%s is an admin route", route)
+		}
+	}
+}
+
+// Plain keys in TADPOLE_API_KEYS are warned about (without the key);
+// hashes and keys files are not.
+func TestPlainEnvKeysWarn(t *testing.T) {
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(old)
+	file := filepath.Join(t.TempDir(), "keys")
+	os.WriteFile(file, []byte("file-secret admin\n"), 0o600)
+	if _, err := LoadKeys(file, Hash("x")+" admin"); err != nil || buf.Len() != 0 {
+		t.Fatalf("hashed entries warned: %v %s", err, buf.String())
+	}
+	if _, err := LoadKeys("", "env-secret admin, "+Hash("x")+", other-secret"); err != nil {
+		t.Fatal(err)
+	}
+	if log := buf.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "plain_keys=2") || strings.Contains(log, "secret") {
+		t.Fatalf("warning: %s", log)
 	}
 }
