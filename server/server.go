@@ -4,15 +4,18 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/server/anura"
 	"github.com/tadpole-llm/tadpole/server/auth"
@@ -152,12 +155,30 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// inFlight holds a line for each request being served, for the report
+// the engine writes if llama.cpp aborts the process (engine.OnAbort).
+var inFlight sync.Map
+
+func init() {
+	engine.OnAbort(func() []string {
+		var out []string
+		inFlight.Range(func(_, v any) bool {
+			out = append(out, v.(string))
+			return true
+		})
+		return out
+	})
+}
+
 // requestLog logs, counts and traces every request. Handlers that know
 // the model put its name in the context under "model".
 func (s *Server) requestLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		req := c.Request()
+		id := c.Response().Header().Get(echo.HeaderXRequestID)
+		inFlight.Store(c, fmt.Sprintf("id=%s %s %s from=%s since=%s", id, req.Method, req.URL.Path, req.RemoteAddr, start.Format(time.RFC3339Nano)))
+		defer inFlight.Delete(c)
 		ctx, span := s.telemetry.Start(req.Context(), req.Method+" "+c.Path())
 		c.SetRequest(req.WithContext(ctx))
 		err := next(c)

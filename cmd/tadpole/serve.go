@@ -54,6 +54,7 @@ func serve(args []string) error {
 	maxLoaded := fs.Int("max-loaded-models", envInt("TADPOLE_MAX_LOADED_MODELS", 0), "most model instances loaded at once; 0: as many as fit in memory (TADPOLE_MAX_LOADED_MODELS)")
 	maxQueue := fs.Int("max-queue", envInt("TADPOLE_MAX_QUEUE", 512), "most requests waiting for a slot before answering 503 (TADPOLE_MAX_QUEUE)")
 	keepAlive := fs.String("keep-alive", env("TADPOLE_KEEP_ALIVE", "5m"), "how long an idle model stays loaded; negative: forever (TADPOLE_KEEP_ALIVE)")
+	maxCtx := fs.Int("max-ctx", envInt("TADPOLE_MAX_CTX", 0), "largest context a request may ask for with num_ctx; 0: the model's trained context (TADPOLE_MAX_CTX)")
 	threads := fs.Int("threads", envInt("TADPOLE_NUM_THREADS", 0), "CPU threads per model; 0: all CPUs (TADPOLE_NUM_THREADS)")
 	flash := fs.String("flash-attention", env("TADPOLE_FLASH_ATTENTION", "on"), "flash attention: on, off or auto (TADPOLE_FLASH_ATTENTION)")
 	kvType := fs.String("kv-cache-type", env("TADPOLE_KV_CACHE_TYPE", "f16"), "KV cache type: f16, q8_0, q4_0 … (TADPOLE_KV_CACHE_TYPE)")
@@ -87,8 +88,8 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *parallel < 1 {
-		return fmt.Errorf("--parallel must be at least 1")
+	if err := checkServeLimits(*parallel, *numCtx, *maxCtx, *threads); err != nil {
+		return err
 	}
 	engine.Init(backendDir(*backends))
 	ggmlGPUs := 0
@@ -121,7 +122,7 @@ func serve(args []string) error {
 		ModelsDir: *modelsDir,
 		Sched: sched.Config{
 			Parallel: *parallel, NumCtx: *numCtx, MaxLoaded: *maxLoaded, KeepAlive: ka.Duration,
-			Threads: *threads, FlashAttn: fa, KVType: *kvType, MaxQueue: *maxQueue,
+			MaxCtx: *maxCtx, Threads: *threads, FlashAttn: fa, KVType: *kvType, MaxQueue: *maxQueue,
 		},
 	}
 	if err := apiFlags.apply(&cfg); err != nil {
@@ -216,6 +217,22 @@ func setupLogging(level, format string) error {
 		slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, opts)))
 	default:
 		return fmt.Errorf("--log-format: want text or json, not %q", format)
+	}
+	return nil
+}
+
+// checkServeLimits refuses serve flags the engine cannot take (see
+// engine/limits.go): they are checked once here, not at a model's load.
+func checkServeLimits(parallel, numCtx, maxCtx, threads int) error {
+	switch {
+	case parallel < 1 || parallel > engine.MaxSeq:
+		return fmt.Errorf("--parallel %d is out of range (1..%d)", parallel, engine.MaxSeq)
+	case numCtx != 0 && (numCtx < sched.MinCtx || numCtx > sched.MaxCtxCap):
+		return fmt.Errorf("--context-length %d is out of range (0, or %d..%d)", numCtx, sched.MinCtx, sched.MaxCtxCap)
+	case maxCtx != 0 && (maxCtx < sched.MinCtx || maxCtx > sched.MaxCtxCap):
+		return fmt.Errorf("--max-ctx %d is out of range (0, or %d..%d)", maxCtx, sched.MinCtx, sched.MaxCtxCap)
+	case threads < 0 || threads > engine.ThreadLimit():
+		return fmt.Errorf("--threads %d is out of range (0..%d: four per CPU)", threads, engine.ThreadLimit())
 	}
 	return nil
 }
