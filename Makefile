@@ -26,7 +26,7 @@ LIBDIR ?= lib/tadpole
 
 
 .PHONY: test-one
-.PHONY: all build run test bench fmt vet deps flags clean cuda gpu-check-tools fuzz
+.PHONY: all build run test bench fmt vet deps flags clean cuda gpu-check-tools fuzz soak
 
 all: build
 
@@ -59,14 +59,25 @@ test-one: deps
 vet:
 	$(GO) vet ./...
 
-# A short coverage-guided run of the pure-Go fuzz targets (the seed
-# corpora also run in every `make test`; FuzzOllamaDecoders drives the real
-# engine and runs its corpus only).
+# A short coverage-guided run of the fuzz targets (the seed corpora also
+# run in every `make test`; FuzzOllamaDecoders runs its corpus only).
+# FuzzEngine drives the real engine in a child server process; Go prints
+# its executions ("execs: N").
 FUZZTIME ?= 10s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./models/gguf
 	$(GO) test -run '^$$' -fuzz '^FuzzParseModelfile$$' -fuzztime $(FUZZTIME) ./models
 	$(GO) test -run '^$$' -fuzz '^FuzzParser$$' -fuzztime $(FUZZTIME) ./server/chatparse
+	$(GO) test -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME) -parallel 1 ./server
+
+# A bounded, self-stopping loopback load test of bin/tadpole: every
+# dialect, cancellations, keep_alive 0 churn, two models, Anura jobs; it
+# ends with a PASS/FAIL verdict (scripts/soak). CI: SOAK_DURATION=60s
+# SOAK_CLIENTS=16.
+SOAK_DURATION ?= 10m
+SOAK_CLIENTS  ?= 64
+soak: build
+	$(GO) run -ldflags "$(LDFLAGS)" ./scripts/soak -bin $(BIN) -duration $(SOAK_DURATION) -clients $(SOAK_CLIENTS)
 
 fmt:
 	gofmt -s -w $$(git ls-files '*.go')

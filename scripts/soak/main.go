@@ -1,0 +1,227 @@
+// Command soak is a bounded, self-stopping load test of tadpole serve on
+// loopback (make soak):
+//
+//	go run ./scripts/soak -bin bin/tadpole -duration 10m -clients 64
+//
+// It starts the binary on a free loopback port with a temporary models
+// directory (the demo model "stories" and the generated bigram chat model
+// "bigram") and data directory, warms it up with one request of every
+// kind, then runs the clients for the duration. Each client loops over a
+// weighted mix of every dialect (Ollama generate/chat/embed, OpenAI
+// chat/completions/embeddings, Open WebUI chat, streamed and not; Anura
+// jobs submitted and polled, Anura SSE chat) on both models, with small
+// num_predict, keep_alive 0 on one request in 20 (models unload and load
+// again) and one stream in 8 cancelled after a few chunks.
+//
+// Every -report it prints the requests ok, cancelled, failed and refused
+// on purpose (429/503), p50/p99 time to first token, and the server's
+// RSS (VmRSS), threads, open descriptors (/proc/PID), goroutines (when
+// /metrics exports go_goroutines) and busy slots (/api/ps). After the
+// clients stop and the server drains it prints the same and a verdict:
+// PASS needs 0 unexpected errors, RSS never above the post-warm-up value
+// by more than 10%, 0 busy slots and no more descriptors than after the
+// warm-up. It exits 1 on FAIL.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/tadpole", "the tadpole binary to serve with")
+	duration := flag.Duration("duration", 10*time.Minute, "how long the clients run")
+	clients := flag.Int("clients", 64, "concurrent clients")
+	report := flag.Duration("report", 30*time.Second, "how often to print progress")
+	warmup := flag.Duration("warmup", 0, "load time before the RSS baseline is taken (0: a fifth of -duration, at most 1m)")
+	seed := flag.Uint64("seed", 1, "seed of the clients' choices")
+	serveFlags := flag.String("serve-flags", "--parallel 4 --context-length 512", "further flags of tadpole serve")
+	keep := flag.Bool("keep", false, "keep the temporary directory (models, data, server.log)")
+	flag.Parse()
+	if *warmup == 0 {
+		*warmup = min(*duration/5, time.Minute)
+	}
+	dir, err := os.MkdirTemp("", "tadpole-soak-")
+	if err != nil {
+		fail(err)
+	}
+	if !*keep {
+		defer os.RemoveAll(dir)
+	}
+	srv, err := startServer(*bin, dir, strings.Fields(*serveFlags))
+	if err != nil {
+		fail(err)
+	}
+	defer srv.stop()
+	fmt.Printf("soak: %s serve on %s, %d clients for %s, warm-up %s, seed %d (dir %s)\n", *bin, srv.url, *clients, *duration, *warmup, *seed, dir)
+	ok := run(srv, *duration, *warmup, *report, *clients, *seed)
+	srv.stop()
+	if !ok {
+		fmt.Printf("server log (tail):\n%s\n", srv.tail(3000))
+		os.Exit(1)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "soak:", err)
+	os.Exit(1)
+}
+
+// run loads the server and prints the verdict; it reports whether the
+// soak passed.
+func run(srv *server, duration, warmup, report time.Duration, n int, seed uint64) bool {
+	tr := &http.Transport{MaxIdleConns: n * 2, MaxIdleConnsPerHost: n * 2, IdleConnTimeout: time.Minute}
+	hc := &http.Client{Transport: tr}
+	st := newStats()
+
+	// Warm-up: every kind once on a quiet server, then the idle baseline.
+	wc := &client{base: srv.url, http: hc, rnd: rand.New(rand.NewPCG(seed, 0))}
+	for _, k := range kinds {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		st.add(k.name, k.run(wc, ctx))
+		cancel()
+	}
+	idle := settle(srv, tr)
+	fmt.Printf("after warm-up requests (idle): rss=%.1fMiB threads=%d fds=%d goroutines=%s loaded=%d\n",
+		float64(idle.rssKiB)/1024, idle.threads, idle.fds, unknown(idle.goroutines), idle.loaded)
+
+	start := time.Now()
+	deadline := start.Add(duration)
+	var wg sync.WaitGroup
+	for i := range n {
+		c := &client{base: srv.url, http: hc, rnd: rand.New(rand.NewPCG(seed, uint64(i+1)))}
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				k := pick(c.rnd)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				st.add(k.name, k.run(c, ctx))
+				cancel()
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	// Sample every 5 s, print every report.
+	var rssBase, rssMax int64
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	lastPrint := time.Now()
+	died := false
+loop:
+	for {
+		select {
+		case <-done:
+			break loop
+		case <-tick.C:
+		}
+		if !srv.alive() {
+			died = true
+			fmt.Printf("the server died: %v\n", srv.err)
+			break
+		}
+		m := srv.measure()
+		at := time.Since(start)
+		switch {
+		case at >= warmup && rssBase == 0:
+			rssBase, rssMax = m.rssKiB, m.rssKiB
+			fmt.Printf("[%6s] post-warm-up RSS baseline %.1fMiB\n", at.Truncate(time.Second), float64(rssBase)/1024)
+		case rssBase > 0:
+			rssMax = max(rssMax, m.rssKiB)
+		}
+		if time.Since(lastPrint) >= report {
+			line(os.Stdout, at, st.snapshot(), m)
+			lastPrint = time.Now()
+		}
+	}
+	<-done
+	elapsed := time.Since(start)
+	if !srv.alive() {
+		died = true
+	}
+
+	// Drain: the clients have stopped; wait for the slots to empty.
+	var final sample
+	if !died {
+		final = settle(srv, tr)
+		if rssBase > 0 {
+			rssMax = max(rssMax, final.rssKiB)
+		}
+	}
+	snap := st.snapshot()
+	fmt.Println("---- end of load ----")
+	line(os.Stdout, elapsed, snap, final)
+	st.table(os.Stdout)
+	total := snap.ok + snap.cancelled + snap.errors + snap.deliberate
+	fmt.Printf("requests: %d in %s (%.1f/s); ttft p50 %s p99 %s\n", total, elapsed.Truncate(time.Second),
+		float64(total)/elapsed.Seconds(), ms(snap.p50), ms(snap.p99))
+	fmt.Printf("after drain: rss=%.1fMiB (post-warm-up %.1fMiB, max after it %.1fMiB) threads=%d (idle baseline %d) fds=%d (idle baseline %d) goroutines=%s (idle baseline %s) slots_busy=%d loaded=%d\n",
+		float64(final.rssKiB)/1024, float64(rssBase)/1024, float64(rssMax)/1024, final.threads, idle.threads,
+		final.fds, idle.fds, unknown(final.goroutines), unknown(idle.goroutines), final.slotsBusy, final.loaded)
+
+	var why []string
+	if died {
+		why = append(why, "the server died")
+	}
+	if snap.errors > 0 {
+		why = append(why, fmt.Sprintf("%d unexpected errors", snap.errors))
+	}
+	if rssBase == 0 {
+		why = append(why, "no post-warm-up RSS sample (duration shorter than the warm-up?)")
+	} else if float64(rssMax) > 1.10*float64(rssBase) {
+		why = append(why, fmt.Sprintf("RSS grew %.0f%% after warm-up", 100*(float64(rssMax)/float64(rssBase)-1)))
+	}
+	if final.slotsBusy != 0 {
+		why = append(why, fmt.Sprintf("%d slots busy after the drain", final.slotsBusy))
+	}
+	if !died && final.fds > idle.fds {
+		why = append(why, fmt.Sprintf("%d descriptors open after the drain, %d after the warm-up", final.fds, idle.fds))
+	}
+	if idle.goroutines >= 0 && final.goroutines > idle.goroutines {
+		why = append(why, fmt.Sprintf("%d goroutines after the drain, %d after the warm-up", final.goroutines, idle.goroutines))
+	}
+	if len(why) == 0 {
+		fmt.Printf("SOAK PASS: %d clients, %s, %d requests, 0 unexpected errors, %d deliberate 429/503, RSS within 10%%, 0 busy slots, descriptors back to baseline\n",
+			n, elapsed.Truncate(time.Second), total, snap.deliberate)
+		return true
+	}
+	fmt.Printf("SOAK FAIL: %s\n", strings.Join(why, "; "))
+	return false
+}
+
+// settle closes the clients' idle connections, waits (up to 30 s) until no
+// slot is busy, and measures the idle server.
+func settle(srv *server, tr *http.Transport) sample {
+	tr.CloseIdleConnections()
+	var m sample
+	for range 30 {
+		time.Sleep(time.Second)
+		if m = srv.measure(); m.slotsBusy == 0 {
+			break
+		}
+	}
+	time.Sleep(time.Second) // the server notices the closed connections
+	return srv.measure()
+}
+
+// pick chooses a request kind by weight.
+func pick(r *rand.Rand) kind {
+	total := 0
+	for _, k := range kinds {
+		total += k.weight
+	}
+	n := r.IntN(total)
+	for _, k := range kinds {
+		if n -= k.weight; n < 0 {
+			return k
+		}
+	}
+	return kinds[0]
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+)
+
+// server is the tadpole serve process under load.
+type server struct {
+	url  string
+	cmd  *exec.Cmd
+	log  string // its stderr/stdout file
+	done chan struct{}
+	err  error
+}
+
+// startServer lays out a temporary models directory with the demo model
+// ("stories") and the generated bigram chat model ("bigram"), and starts
+// bin serve on a free loopback port with its own data directory. extra
+// are further serve flags.
+func startServer(bin, dir string, extra []string) (*server, error) {
+	models := filepath.Join(dir, "models")
+	if err := os.MkdirAll(models, 0o755); err != nil {
+		return nil, err
+	}
+	src, err := filepath.Abs(testmodels.Testdata("stories260K.gguf"))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Symlink(src, filepath.Join(models, "stories.gguf")); err != nil {
+		return nil, fmt.Errorf("link the demo model: %w", err)
+	}
+	if err := testmodels.WriteBigram(filepath.Join(models, "bigram.gguf")); err != nil {
+		return nil, fmt.Errorf("write the bigram model: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{url: "http://127.0.0.1:" + port, log: filepath.Join(dir, "server.log"), done: make(chan struct{})}
+	logf, err := os.Create(s.log)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"serve", "--host", "127.0.0.1:" + port, "--models", models,
+		"--data-dir", filepath.Join(dir, "data"), "--log-level", "warn"}, extra...)
+	s.cmd = exec.Command(bin, args...)
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	go func() { s.err = s.cmd.Wait(); logf.Close(); close(s.done) }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if st, _, err := get(context.Background(), s.url+"/"); err == nil && st == http.StatusOK {
+			return s, nil
+		}
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("the server exited at start-up (%v):\n%s", s.err, s.tail(2000))
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("the server did not answer within a minute:\n%s", s.tail(2000))
+		}
+	}
+}
+
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port, nil
+}
+
+// alive reports whether the process still runs.
+func (s *server) alive() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop asks the server to shut down (SIGTERM) and kills it if it has not
+// within 15 s.
+func (s *server) stop() {
+	if !s.alive() {
+		return
+	}
+	s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(15 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// tail is the end of the server's log.
+func (s *server) tail(n int) string {
+	b, _ := os.ReadFile(s.log)
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// sample is the server's process state at one moment.
+type sample struct {
+	rssKiB     int64
+	threads    int
+	fds        int
+	goroutines int // -1: /metrics has no go_goroutines
+	slotsBusy  int // -1: unknown
+	loaded     int // model instances (/api/ps)
+}
+
+// measure reads /proc/PID/status (VmRSS, Threads), counts /proc/PID/fd,
+// and asks the server for its slots (/api/ps) and goroutines (/metrics).
+func (s *server) measure() sample {
+	pid := s.cmd.Process.Pid
+	out := sample{goroutines: -1, slotsBusy: -1}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(line, ":")
+			f := strings.Fields(v)
+			if len(f) == 0 {
+				continue
+			}
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			switch k {
+			case "VmRSS":
+				out.rssKiB = n
+			case "Threads":
+				out.threads = int(n)
+			}
+		}
+	}
+	if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
+		out.fds = len(ents)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if st, body, err := get(ctx, s.url+"/api/ps"); err == nil && st == http.StatusOK {
+		var ps struct {
+			Models []struct {
+				Tadpole *struct {
+					SlotsBusy int `json:"slots_busy"`
+				} `json:"tadpole"`
+			} `json:"models"`
+		}
+		if json.Unmarshal(body, &ps) == nil {
+			out.loaded = len(ps.Models)
+			out.slotsBusy = 0
+			for _, m := range ps.Models {
+				if m.Tadpole != nil {
+					out.slotsBusy += m.Tadpole.SlotsBusy
+				}
+			}
+		}
+	}
+	if st, body, err := get(ctx, s.url+"/metrics"); err == nil && st == http.StatusOK {
+		sc := bufio.NewScanner(strings.NewReader(string(body)))
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+				f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				out.goroutines = int(f)
+			}
+		}
+	}
+	return out
+}
+
+// get is a GET on a client of its own (no connection kept).
+func get(ctx context.Context, url string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Close = true
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
