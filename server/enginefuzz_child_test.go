@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -195,4 +196,23 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
+}
+
+// TestEngineFuzzSeesDeath: a server process that aborts (as a GGML_ASSERT
+// does) is reported as dead with its exit status, not missed.
+func TestEngineFuzzSeesDeath(t *testing.T) {
+	c, err := startFuzzChild(fuzzModelsDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.stop()
+	if err := fuzzLiveness(c); err != nil {
+		t.Fatalf("a fresh server: %v", err)
+	}
+	c.cmd.Process.Signal(syscall.SIGABRT)
+	<-c.done
+	err = fuzzLiveness(c)
+	if err == nil || !strings.Contains(err.Error(), "died") {
+		t.Fatalf("after SIGABRT: %v", err)
+	}
 }

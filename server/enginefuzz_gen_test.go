@@ -167,6 +167,9 @@ type fuzzRequest struct {
 	path string
 	body []byte
 	job  bool // an Anura job: poll it until it ends
+	// twice: send it twice at once (two slots of one instance, or two
+	// instances when its options key another).
+	twice bool
 }
 
 // String shows the request as a curl-able line, long bodies cut.
@@ -174,6 +177,9 @@ func (r fuzzRequest) String() string {
 	b := string(r.body)
 	if len(b) > 1500 {
 		b = b[:1500] + fmt.Sprintf("…(%d bytes)", len(r.body))
+	}
+	if r.twice {
+		return "twice at once: POST " + r.path + " " + b
 	}
 	return "POST " + r.path + " " + b
 }
@@ -201,7 +207,8 @@ func decodeFuzz(data []byte) fuzzRequest {
 	g := &fuzzBytes{b: data}
 	ep := fuzzEndpoints[g.pick(len(fuzzEndpoints))]
 	model := fuzzModels[g.pick(len(fuzzModels))]
-	stream := g.next()&1 == 1
+	flags := g.next()
+	stream := flags&1 == 1
 	pb := g.next()
 	prompt := fuzzPrompts[int(pb)%len(fuzzPrompts)](g.next())
 	format := fuzzFormats[g.pick(len(fuzzFormats))]
@@ -255,7 +262,7 @@ func decodeFuzz(data []byte) fuzzRequest {
 	if err != nil {
 		panic(fmt.Sprintf("fuzz body: %v", err)) // every value above encodes
 	}
-	return fuzzRequest{path: ep.path, body: b, job: ep.kind == "job"}
+	return fuzzRequest{path: ep.path, body: b, job: ep.kind == "job", twice: flags&2 != 0}
 }
 
 func messages(prompt string, shape byte) []any {

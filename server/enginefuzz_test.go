@@ -59,7 +59,18 @@ func FuzzEngine(f *testing.F) {
 			child = c
 		}
 		req := decodeFuzz(data)
+		var status2 int
+		var body2 []byte
+		var err2 error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if req.twice {
+				status2, body2, err2 = fuzzSend(child.url, req)
+			}
+		}()
 		status, body, sendErr := fuzzSend(child.url, req)
+		<-done
 		if err := fuzzLiveness(child); err != nil {
 			last := child.stderr.String()
 			child.stop()
@@ -72,6 +83,11 @@ func FuzzEngine(f *testing.F) {
 		}
 		if err := checkAnswer(req.path, status, body); err != nil {
 			t.Fatalf("%v\nrequest: %s\nbody: %.2000s", err, req, body)
+		}
+		if req.twice && err2 == nil {
+			if err := checkAnswer(req.path, status2, body2); err != nil {
+				t.Fatalf("second copy: %v\nrequest: %s\nbody: %.2000s", err, req, body2)
+			}
 		}
 	})
 }
@@ -207,6 +223,16 @@ func fuzzSeeds() [][]byte {
 		fuzzSeed("/api/generate", "stories", true, 2, 0, 0, 0, 0, "options.stop", fuzzStops, "options.repeat_last_n", -2, "options.mirostat", 2),
 		fuzzSeed("/api/chat", "stories", false, 2, 0, 8, 0, 0),
 	)
+	// Twice at once (flag bit 1): two slots, and two instances of one
+	// model when num_ctx keys another window.
+	for _, s := range [][]byte{
+		fuzzSeed("/api/generate", "stories", true, 4, 0, 0, 0, 0, "options.num_ctx", 4096),
+		fuzzSeed("/api/embed", "stories", false, 3, 140, 0, 0, 1, "options.num_ctx", 256),
+		fuzzSeed("/v1/chat/completions", "bigram", false, 2, 0, 0, 1, 0),
+	} {
+		s[2] |= 2
+		seeds = append(seeds, s)
+	}
 	// Crashes FuzzEngine found (kept as regression cases; see
 	// /tmp/fuzz-findings.md of issue 19).
 	seeds = append(seeds, fuzzRegressions()...)
