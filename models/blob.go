@@ -49,10 +49,10 @@ func (s *Store) CheckCapacity(sizes ...int64) error {
 }
 
 // checkFree refuses a write of need bytes that would leave less than
-// MinFreeDisk free. The floor applies to the directory the blobs go to
-// (or the store's, before it exists).
+// MinFreeDisk free (or that does not fit at all). The floor applies to
+// the directory the blobs go to (or the store's, before it exists).
 func (s *Store) checkFree(need uint64) error {
-	if s.MinFreeDisk <= 0 || s.Dir == "" {
+	if (s.MinFreeDisk <= 0 && need == 0) || s.Dir == "" {
 		return nil
 	}
 	dir := s.blobsDir()
@@ -63,7 +63,7 @@ func (s *Store) checkFree(need uint64) error {
 	if !ok {
 		return nil
 	}
-	floor := uint64(s.MinFreeDisk)
+	floor := uint64(max(s.MinFreeDisk, 0))
 	if free < floor || free-floor < need {
 		return fmt.Errorf("%w: %d MiB free on the models disk, %d MiB needed and %d MiB must stay free (--min-free-disk)",
 			ErrInsufficientStorage, free>>20, need>>20, floor>>20)

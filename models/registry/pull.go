@@ -126,6 +126,9 @@ func (c *Client) fetchBlob(ctx context.Context, st Store, n models.Name, l model
 		got, err := c.fetchRange(ctx, n, l.Digest, have, end, io.MultiWriter(f, h))
 		have += got
 		if err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				err = fmt.Errorf("%w: %w", models.ErrInsufficientStorage, err)
+			}
 			if ctx.Err() != nil || failures >= 4 || errors.Is(err, syscall.ENOSPC) || errors.Is(err, ErrEgress) {
 				return fmt.Errorf("download %s (kept %d of %d bytes to resume): %w", l.Digest, have, l.Size, err)
 			}
