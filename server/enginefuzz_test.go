@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,8 +70,10 @@ func FuzzEngine(f *testing.F) {
 				status2, body2, err2 = fuzzSend(child.url, req)
 			}
 		}()
+		start := time.Now()
 		status, body, sendErr := fuzzSend(child.url, req)
 		<-done
+		fuzzLog(start, status, sendErr, req)
 		if err := fuzzLiveness(child); err != nil {
 			last := child.stderr.String()
 			child.stop()
@@ -90,6 +93,26 @@ func FuzzEngine(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzLog appends one line per input (time taken, status, request) to
+// the file $TADPOLE_ENGINEFUZZ_LOG names, if any: a record of what the
+// fuzzer sent and which inputs ran into the client's deadline.
+func fuzzLog(start time.Time, status int, err error, r fuzzRequest) {
+	name := os.Getenv("TADPOLE_ENGINEFUZZ_LOG")
+	if name == "" {
+		return
+	}
+	f, ferr := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if ferr != nil {
+		return
+	}
+	defer f.Close()
+	req := r.String()
+	if len(req) > 400 {
+		req = req[:400] + "…"
+	}
+	fmt.Fprintf(f, "%6.2fs %d %v %s\n", time.Since(start).Seconds(), status, err, req)
 }
 
 // fuzzLiveness: the process lives and answers. A process that died is
