@@ -376,8 +376,12 @@ func TestChat(t *testing.T) {
 	first := chat(msgs, greedyOpts(50))
 	turn2 := append(msgs, first.Message, ollama.Message{Role: "user", Content: "Again"})
 	second := chat(turn2, greedyOpts(50))
-	// Another num_ctx is another instance, with a cold cache.
-	cold := chat(turn2, map[string]any{"temperature": 0, "num_predict": 50, "num_ctx": 200})
+	// A window past the default context (256) is another instance, with a
+	// cold cache; a narrower window shares the default instance.
+	cold := chat(turn2, map[string]any{"temperature": 0, "num_predict": 50, "num_ctx": 300})
+	if narrow := chat(turn2, map[string]any{"temperature": 0, "num_predict": 50, "num_ctx": 200}); narrow.PromptEvalCount > 2 || narrow.Message.Content != testmodels.BigramAnswer {
+		t.Fatalf("num_ctx 200 on the default instance: %d prompt tokens evaluated, %q", narrow.PromptEvalCount, narrow.Message.Content)
+	}
 	if second.Message.Content != testmodels.BigramAnswer || cold.Message.Content != testmodels.BigramAnswer {
 		t.Fatalf("second turn %q / %q", second.Message.Content, cold.Message.Content)
 	}
