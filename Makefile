@@ -3,6 +3,7 @@
 # every target that compiles Go code goes through them, so Go's build cache
 # keeps one copy of the native build.
 
+SHELL     := /bin/bash
 GO        ?= go
 CPU       ?= auto
 BIN       ?= bin/tadpole
@@ -26,7 +27,7 @@ LIBDIR ?= lib/tadpole
 
 
 .PHONY: test-one
-.PHONY: all build run test bench fmt vet deps flags clean cuda gpu-check-tools fuzz soak
+.PHONY: all build run test bench fmt vet deps flags clean cuda gpu-check-tools fuzz fuzz-ci soak
 
 all: build
 
@@ -69,6 +70,18 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseModelfile$$' -fuzztime $(FUZZTIME) ./models
 	$(GO) test -run '^$$' -fuzz '^FuzzParser$$' -fuzztime $(FUZZTIME) ./server/chatparse
 	$(GO) test -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME) -parallel 1 ./server
+
+# CI's bounded variant: the pure-Go fuzzers for FUZZTIME, and FUZZ_N random
+# FuzzEngine inputs through the race-built test binary `make test` already
+# compiled (go test -fuzz would rebuild the native engine with coverage
+# instrumentation, minutes on 2 cores).
+FUZZ_N ?= 400
+fuzz-ci:
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./models/gguf
+	$(GO) test -run '^$$' -fuzz '^FuzzParseModelfile$$' -fuzztime $(FUZZTIME) ./models
+	$(GO) test -run '^$$' -fuzz '^FuzzParser$$' -fuzztime $(FUZZTIME) ./server/chatparse
+	set -o pipefail; TADPOLE_ENGINEFUZZ_N=$(FUZZ_N) $(GO) test -race -count=1 -v -run '^TestEngineFuzzRandom$$' ./server \
+		| grep -E '^(ok|FAIL|--- FAIL|panic)|TestEngineFuzzRandom: |request:|server stderr'
 
 # A bounded, self-stopping loopback load test of bin/tadpole: every
 # dialect, cancellations, keep_alive 0 churn, two models, Anura jobs; it

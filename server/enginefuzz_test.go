@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,61 +40,113 @@ func FuzzEngine(f *testing.F) {
 	for _, s := range fuzzSeeds() {
 		f.Add(s)
 	}
-	dir := fuzzModelsDir(f)
-	var child *fuzzChild
-	var runs atomic.Int64
+	st := &fuzzState{dir: fuzzModelsDir(f)}
 	f.Cleanup(func() {
-		if child != nil {
-			child.stop()
-		}
-		f.Logf("FuzzEngine: %d inputs run in this process", runs.Load())
+		st.stop()
+		f.Logf("FuzzEngine: %d inputs run in this process", st.runs.Load())
 	})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		runs.Add(1)
-		if child == nil || !child.alive() {
-			if child != nil {
-				child.stop()
+	f.Fuzz(st.run)
+}
+
+// TestEngineFuzzRandom runs FuzzEngine's check on TADPOLE_ENGINEFUZZ_N
+// random inputs (seeded by TADPOLE_ENGINEFUZZ_SEED, default the time; the
+// seed is logged). It is the bounded run CI makes (`make fuzz-ci`): the
+// same inputs as the fuzzer's, without the coverage instrumentation that
+// would rebuild the native engine for `go test -fuzz`.
+func TestEngineFuzzRandom(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("TADPOLE_ENGINEFUZZ_N"))
+	if n <= 0 {
+		t.Skip("set TADPOLE_ENGINEFUZZ_N to run random engine fuzz inputs")
+	}
+	seed, err := strconv.ParseInt(os.Getenv("TADPOLE_ENGINEFUZZ_SEED"), 10, 64)
+	if err != nil {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("TestEngineFuzzRandom: %d inputs, TADPOLE_ENGINEFUZZ_SEED=%d", n, seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	st := &fuzzState{dir: fuzzModelsDir(t)}
+	defer st.stop()
+	seeds := fuzzSeeds()
+	for i := 0; i < n; i++ {
+		// Half mutated seeds, half fresh random bytes.
+		var data []byte
+		if i%2 == 0 {
+			data = append([]byte(nil), seeds[rng.IntN(len(seeds))]...)
+			for k := rng.IntN(8); k >= 0 && len(data) > 0; k-- {
+				data[rng.IntN(len(data))] = byte(rng.Uint32())
 			}
-			c, err := startFuzzChild(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			child = c
-		}
-		req := decodeFuzz(data)
-		var status2 int
-		var body2 []byte
-		var err2 error
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if req.twice {
-				status2, body2, err2 = fuzzSend(child.url, req)
-			}
-		}()
-		start := time.Now()
-		status, body, sendErr := fuzzSend(child.url, req)
-		<-done
-		fuzzLog(start, status, sendErr, req)
-		if err := fuzzLiveness(child); err != nil {
-			last := child.stderr.String()
-			child.stop()
-			child = nil
-			t.Fatalf("%v\nrequest: %s\nstatus %d, send error %v\nserver stderr (tail):\n%s", err, req, status, sendErr, last)
-		}
-		t.Logf("%s -> %d %.300s", req, status, body)
-		if sendErr != nil {
-			return // cut off by the client's deadline, as a client gives up
-		}
-		if err := checkAnswer(req.path, status, body); err != nil {
-			t.Fatalf("%v\nrequest: %s\nbody: %.2000s", err, req, body)
-		}
-		if req.twice && err2 == nil {
-			if err := checkAnswer(req.path, status2, body2); err != nil {
-				t.Fatalf("second copy: %v\nrequest: %s\nbody: %.2000s", err, req, body2)
+		} else {
+			data = make([]byte, 8+rng.IntN(120))
+			for j := range data {
+				data[j] = byte(rng.Uint32())
 			}
 		}
-	})
+		if !t.Run(fmt.Sprint(i), func(t *testing.T) { st.run(t, data) }) {
+			t.Fatalf("input %d failed (TADPOLE_ENGINEFUZZ_SEED=%d); its bytes: %q", i, seed, data)
+		}
+	}
+	t.Logf("TestEngineFuzzRandom: %d inputs, 0 failures", st.runs.Load())
+}
+
+// fuzzState is the child server the inputs go to, started again after a
+// crash.
+type fuzzState struct {
+	dir   string
+	child *fuzzChild
+	runs  atomic.Int64
+}
+
+func (st *fuzzState) stop() {
+	if st.child != nil {
+		st.child.stop()
+	}
+}
+
+// run sends one input and checks the invariants.
+func (st *fuzzState) run(t *testing.T, data []byte) {
+	st.runs.Add(1)
+	if st.child == nil || !st.child.alive() {
+		st.stop()
+		c, err := startFuzzChild(st.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.child = c
+	}
+	child := st.child
+	req := decodeFuzz(data)
+	var status2 int
+	var body2 []byte
+	var err2 error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if req.twice {
+			status2, body2, err2 = fuzzSend(child.url, req)
+		}
+	}()
+	start := time.Now()
+	status, body, sendErr := fuzzSend(child.url, req)
+	<-done
+	fuzzLog(start, status, sendErr, req)
+	if err := fuzzLiveness(child); err != nil {
+		last := child.stderr.String()
+		child.stop()
+		st.child = nil
+		t.Fatalf("%v\nrequest: %s\nstatus %d, send error %v\nserver stderr (tail):\n%s", err, req, status, sendErr, last)
+	}
+	t.Logf("%s -> %d %.300s", req, status, body)
+	if sendErr != nil {
+		return // cut off by the client's deadline, as a client gives up
+	}
+	if err := checkAnswer(req.path, status, body); err != nil {
+		t.Fatalf("%v\nrequest: %s\nbody: %.2000s", err, req, body)
+	}
+	if req.twice && err2 == nil {
+		if err := checkAnswer(req.path, status2, body2); err != nil {
+			t.Fatalf("second copy: %v\nrequest: %s\nbody: %.2000s", err, req, body2)
+		}
+	}
 }
 
 // fuzzLog appends one line per input (time taken, status, request) to
