@@ -13,6 +13,13 @@ package engine
 //     return NULL;
 // }
 // static void tadpole_log_init(void) { llama_log_set((ggml_log_callback)tadpoleLog, NULL); }
+//
+// #ifdef __GLIBC__
+// #include <malloc.h>
+// static void tadpole_arena_max(int n) { mallopt(M_ARENA_MAX, n); }
+// #else
+// static void tadpole_arena_max(int n) { (void)n; }
+// #endif
 import "C"
 
 import (
@@ -49,11 +56,24 @@ func Init(backendDir string) {
 	initOnce.Do(func() {
 		C.tadpole_log_init()
 		initAbort()
+		limitArenas()
 		if backendDir != "" {
 			loadBackends(backendDir)
 		}
 		C.llama_backend_init()
 	})
+}
+
+// limitArenas caps glibc's malloc arenas at two, unless the operator set
+// MALLOC_ARENA_MAX. glibc gives each thread that allocates its own arena
+// (up to 8 per core), and ggml's worker threads come and go with every
+// model load: under load with models unloading and reloading, the soak
+// test saw the server's RSS grow by a fifth with the default and stay
+// flat with two arenas.
+func limitArenas() {
+	if os.Getenv("MALLOC_ARENA_MAX") == "" {
+		C.tadpole_arena_max(2)
+	}
 }
 
 func loadBackends(dir string) {

@@ -527,6 +527,7 @@ func TestMetrics(t *testing.T) {
 		"tadpole_time_to_first_token_seconds_bucket", "tadpole_token_latency_seconds_bucket",
 		"tadpole_queue_wait_seconds_bucket", "tadpole_model_load_seconds_bucket",
 		"tadpole_models_loaded", "tadpole_slots_busy", "tadpole_slots", "tadpole_queue_depth",
+		"go_goroutines", "process_resident_memory_bytes", "process_open_fds",
 	} {
 		if !families[want] {
 			t.Errorf("metric %s missing", want)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -60,6 +61,10 @@ type Sources struct {
 // New sets up metrics (and traces when OTLP is configured) for a server.
 func New(src Sources) (*Telemetry, error) {
 	t := &Telemetry{registry: prometheus.NewRegistry()}
+	// The Go runtime (go_goroutines, go_memstats_*) and the process
+	// (process_resident_memory_bytes, process_open_fds): what a leak shows
+	// in first, and what make soak watches.
+	t.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	exp, err := otelprom.New(otelprom.WithRegisterer(t.registry), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: prometheus exporter: %w", err)
