@@ -56,7 +56,9 @@ const MaxCtxCap = 1 << 20
 // context window the request needs (0: the model's default); the
 // instance Acquire returns has at least that much.
 type Key struct {
-	Path      string
+	Path string
+	// Version is the file's version (fileVersion); Acquire sets it.
+	Version   string
 	NumCtx    int
 	NumBatch  int
 	NumGPU    int
@@ -88,6 +90,7 @@ type Instance struct {
 	DefaultCtx int
 
 	refs      int
+	stale     bool // its file changed on disk: unload when idle
 	expiresAt time.Time // zero: never (while idle)
 	lastUsed  time.Time
 	timer     *time.Timer
@@ -160,10 +163,11 @@ func (s *Scheduler) Config() Config { return s.cfg }
 // Release the instance. The load duration is non-zero when this call
 // loaded the model.
 func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instance, time.Duration, error) {
-	def, maxCtx, err := s.contextLimits(key.Path)
+	def, maxCtx, version, err := s.contextLimits(key.Path)
 	if err != nil {
 		return nil, 0, err
 	}
+	key.Version = version
 	want := key.NumCtx
 	if want == 0 {
 		want = def
@@ -176,6 +180,7 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 	var est *Estimate
 	for {
 		s.mu.Lock()
+		s.dropStaleLocked(key)
 		if in := s.findLocked(key, want); in != nil {
 			in.refs++
 			s.stopTimer(in)
@@ -397,7 +402,7 @@ func (s *Scheduler) Release(in *Instance, keepAlive time.Duration) {
 		return
 	}
 	switch {
-	case keepAlive == 0:
+	case keepAlive == 0, in.stale:
 		s.unloadLocked(in)
 	case keepAlive < 0:
 		in.expiresAt = time.Time{}

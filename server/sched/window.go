@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"log/slog"
 	"os"
-	"time"
+	"syscall"
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/gguf"
@@ -27,21 +28,20 @@ import (
 var errNeverFits = errors.New("model too large for this machine")
 
 // trainedCtx caches a model file's training context, keyed by path and
-// checked against the file's size and modification time.
+// checked against the file's version.
 type trainedCtx struct {
-	size  int64
-	mtime time.Time
-	n     int
+	version string
+	n       int
 }
 
 // contextLimits are the default window of a model file (the server's
 // NumCtx, else min(4096, its training context)) and the largest window a
 // request may ask for (MaxCtx, else the training context; never below
 // the default, never past MaxCtxCap).
-func (s *Scheduler) contextLimits(path string) (def, maxCtx int, err error) {
-	trained, err := s.trainedContext(path)
+func (s *Scheduler) contextLimits(path string) (def, maxCtx int, version string, err error) {
+	trained, version, err := s.trainedContext(path)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	switch {
 	case s.cfg.NumCtx > 0:
@@ -59,22 +59,23 @@ func (s *Scheduler) contextLimits(path string) (def, maxCtx int, err error) {
 	maxCtx = min(max(maxCtx, def), MaxCtxCap)
 	// The whole KV cache (every slot) must fit llama.cpp's n_ctx.
 	maxCtx = min(maxCtx, engine.MaxContext/max(s.cfg.Parallel, 1))
-	return min(def, maxCtx), maxCtx, nil
+	return min(def, maxCtx), maxCtx, version, nil
 }
 
-func (s *Scheduler) trainedContext(path string) (int, error) {
+func (s *Scheduler) trainedContext(path string) (int, string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return 0, fmt.Errorf("load: %w", engine.ErrModelNotFound)
+		return 0, "", fmt.Errorf("load: %w", engine.ErrModelNotFound)
 	}
+	version := fileVersion(st)
 	if v, ok := s.ctxs.Load(path); ok {
-		if c := v.(trainedCtx); c.size == st.Size() && c.mtime.Equal(st.ModTime()) {
-			return c.n, nil
+		if c := v.(trainedCtx); c.version == version {
+			return c.n, version, nil
 		}
 	}
 	f, err := gguf.Open(path)
 	if err != nil {
-		return 0, fmt.Errorf("load: %w", err)
+		return 0, "", fmt.Errorf("load: %w", err)
 	}
 	n := 0
 	if c := f.ContextLength(); c > 0 && c <= MaxCtxCap {
@@ -82,8 +83,38 @@ func (s *Scheduler) trainedContext(path string) (int, error) {
 	} else if c > MaxCtxCap {
 		n = MaxCtxCap
 	}
-	s.ctxs.Store(path, trainedCtx{size: st.Size(), mtime: st.ModTime(), n: n})
-	return n, nil
+	s.ctxs.Store(path, trainedCtx{version: version, n: n})
+	return n, version, nil
+}
+
+// fileVersion identifies one version of a model file: its inode, size and
+// modification time. A file replaced (renamed over) or rewritten in place
+// gets another version, and so another instance (see dropStaleLocked).
+func fileVersion(fi os.FileInfo) string {
+	ino := uint64(0)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	return fmt.Sprintf("%d/%d/%d", ino, fi.Size(), fi.ModTime().UnixNano())
+}
+
+// dropStaleLocked unloads the idle instances of key's file that were
+// loaded from an earlier version of it, and marks busy ones to unload
+// when released. The new version is validated when it loads (a file
+// truncated in place is refused there); the old one is never served to
+// a new request.
+func (s *Scheduler) dropStaleLocked(key Key) {
+	for _, in := range s.loaded {
+		if in.Key.Path != key.Path || in.Key.Version == key.Version {
+			continue
+		}
+		if in.refs == 0 {
+			slog.Info("model file changed on disk; unloading the instance of the old file", "model", in.Name, "path", in.Key.Path)
+			s.unloadLocked(in)
+		} else {
+			in.stale = true
+		}
+	}
 }
 
 // instanceCtx is the per-slot context of the instance a window needs.

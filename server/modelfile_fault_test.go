@@ -1,0 +1,97 @@
+package server
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	ollama "github.com/ollama/ollama/api"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/sched"
+)
+
+// A model file replaced or truncated after it was loaded (issue 19's
+// fault matrix): the old instance is never served again, the new file is
+// validated when it loads, and a broken one is a clear 400 while the
+// server goes on serving.
+func TestModelFileChangedAfterLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.gguf")
+	copyFile(t, testmodels.Testdata("stories260K.gguf"), path)
+	if err := testmodels.WriteBigram(filepath.Join(dir, "bigram.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
+	ts := serveForTest(t, srv)
+	gen := func() (string, error) {
+		var out string
+		err := ts.Client.Generate(context.Background(), &ollama.GenerateRequest{Model: "m", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(12)},
+			func(r ollama.GenerateResponse) error { out = r.Response; return nil })
+		return out, err
+	}
+	story, err := gen()
+	if err != nil || !strings.HasPrefix(story, ", there was a little girl") {
+		t.Fatalf("%q %v", story, err)
+	}
+	old := srv.sched.Loaded()[0]
+
+	// Replaced atomically (written beside it, renamed over it) with
+	// another model: the next request gets the new model.
+	next := filepath.Join(dir, "m.gguf.new")
+	copyFile(t, filepath.Join(dir, "bigram.gguf"), next)
+	if err := os.Rename(next, path); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := gen(); err != nil || got == story {
+		t.Fatalf("after the file was replaced: %q %v (the old model answered)", got, err)
+	}
+	for _, in := range srv.sched.Loaded() {
+		if in == old {
+			t.Fatal("the instance of the replaced file is still loaded")
+		}
+	}
+
+	// Truncated in place while its instance is idle: refused with a 400
+	// naming the problem; the server serves other models.
+	if err := os.Truncate(path, 4096); err != nil {
+		t.Fatal(err)
+	}
+	_, err = gen()
+	var se ollama.StatusError
+	if !asStatus(err, &se) || se.StatusCode != 400 {
+		t.Fatalf("truncated model: %v", err)
+	}
+	// (The idle instance of the previous version stays until its
+	// keep_alive ends: the store refuses the name before the scheduler is
+	// asked, so no request reaches it, and unloading it is only an unmap.)
+	var chat ollama.ChatResponse
+	if err := ts.Client.Chat(context.Background(), &ollama.ChatRequest{Model: "bigram", Messages: []ollama.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
+		func(r ollama.ChatResponse) error { chat = r; return nil }); err != nil || chat.Message.Content != testmodels.BigramAnswer {
+		t.Fatalf("another model after the truncation: %v %q", err, chat.Message.Content)
+	}
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
