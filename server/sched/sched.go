@@ -90,7 +90,7 @@ type Instance struct {
 	DefaultCtx int
 
 	refs      int
-	stale     bool // its file changed on disk: unload when idle
+	stale     bool      // its file changed on disk: unload when idle
 	expiresAt time.Time // zero: never (while idle)
 	lastUsed  time.Time
 	timer     *time.Timer

@@ -3,9 +3,9 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/bits"
-	"log/slog"
 	"os"
 	"syscall"
 
