@@ -215,3 +215,14 @@ func TestCreateRefusesEngineBoundParameters(t *testing.T) {
 		t.Fatal("a refused model was created")
 	}
 }
+
+// Pushing a model the store holds only as a bare .gguf (no manifest) is
+// the client's 404, not a 500.
+func TestPushBareGGUF(t *testing.T) {
+	ts := startServer(t)
+	err := ts.Client.Push(context.Background(), &ollama.PushRequest{Model: "stories", Insecure: true, Stream: ptr(false)}, func(ollama.ProgressResponse) error { return nil })
+	var se ollama.StatusError
+	if !asStatus(err, &se) || se.StatusCode != 404 || !strings.Contains(se.ErrorMessage, "manifest") {
+		t.Fatalf("push of a bare GGUF: %v", err)
+	}
+}

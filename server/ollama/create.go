@@ -281,6 +281,11 @@ func transferError(err error) error {
 	switch {
 	case errors.Is(err, registry.ErrNotFound):
 		return errorf(http.StatusNotFound, "%v", err)
+	case errors.Is(err, models.ErrNotFound):
+		// A push of a model with no manifest here (e.g. a bare .gguf in
+		// the models directory): the client named something to push that
+		// the store does not hold as a pushable model.
+		return errorf(http.StatusNotFound, "%v (only models with a manifest, e.g. pulled or created ones, can be pushed)", err)
 	case errors.Is(err, registry.ErrEgress):
 		return errorf(http.StatusForbidden, "%v", err)
 	case errors.Is(err, registry.ErrRemote):
