@@ -17,8 +17,10 @@ package engine
 // #ifdef __GLIBC__
 // #include <malloc.h>
 // static void tadpole_arena_max(int n) { mallopt(M_ARENA_MAX, n); }
+// static void tadpole_mmap_threshold(int n) { mallopt(M_MMAP_THRESHOLD, n); }
 // #else
 // static void tadpole_arena_max(int n) { (void)n; }
+// static void tadpole_mmap_threshold(int n) { (void)n; }
 // #endif
 import "C"
 
@@ -64,15 +66,21 @@ func Init(backendDir string) {
 	})
 }
 
-// limitArenas caps glibc's malloc arenas at two, unless the operator set
-// MALLOC_ARENA_MAX. glibc gives each thread that allocates its own arena
-// (up to 8 per core), and ggml's worker threads come and go with every
-// model load: under load with models unloading and reloading, the soak
-// test saw the server's RSS grow by a fifth with the default and stay
-// flat with two arenas.
+// limitArenas keeps glibc's malloc from holding on to memory llama.cpp
+// freed, unless the operator tuned it (MALLOC_ARENA_MAX,
+// MALLOC_MMAP_THRESHOLD_). glibc gives each thread that allocates its own
+// arena (up to 8 per core), and ggml's worker threads come and go with
+// every model load: the arenas are capped at two. And glibc raises its
+// mmap threshold to the size of every large block freed, so the next
+// context's KV cache and compute buffers come from the heap and stay
+// there after the model unloads: a fixed 256 KiB threshold keeps large
+// buffers in their own mappings, returned to the system when freed.
 func limitArenas() {
 	if os.Getenv("MALLOC_ARENA_MAX") == "" {
 		C.tadpole_arena_max(2)
+	}
+	if os.Getenv("MALLOC_MMAP_THRESHOLD_") == "" {
+		C.tadpole_mmap_threshold(256 << 10)
 	}
 }
 

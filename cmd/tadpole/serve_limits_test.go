@@ -1,8 +1,15 @@
 package main
 
 import (
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
 
 // Serve flags the engine cannot take are refused at start-up, naming the
@@ -29,4 +36,40 @@ func TestServeLimits(t *testing.T) {
 	if err := checkServeLimits(4, 4096, 32768, 2); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// SIGHUP without TLS (systemctl reload) is logged and ignored: the server
+// goes on serving.
+func TestServeSIGHUPWithoutTLS(t *testing.T) {
+	models := t.TempDir()
+	abs, _ := filepath.Abs(testmodels.Testdata("stories260K.gguf"))
+	if err := os.Symlink(abs, filepath.Join(models, "stories.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "--models", models, "--data-dir", filepath.Join(t.TempDir(), "data"), "--threads", "1")
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(readFile(d.logs), "nothing to reload") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no SIGHUP log line:\n%s", readFile(d.logs))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := http.Get(d.url + "/")
+	if err != nil {
+		t.Fatalf("server gone after SIGHUP: %v", err)
+	}
+	resp.Body.Close()
+	select {
+	case <-d.exited:
+		t.Fatal("the server exited on SIGHUP")
+	default:
+	}
+}
+
+func readFile(name string) string {
+	b, _ := os.ReadFile(name)
+	return string(b)
 }

@@ -83,10 +83,9 @@ func (f *boundaryFlags) serveMetrics(srv *server.Server, errc chan<- error) erro
 
 // reloadOnHUP reads the certificate again at each SIGHUP until ctx ends;
 // a pair that does not load is logged and the old one stays served.
+// Without TLS a SIGHUP is logged and ignored: `systemctl reload` (the
+// unit's ExecReload) must never end the server.
 func reloadOnHUP(ctx context.Context, cert *server.Certificate) {
-	if cert == nil {
-		return
-	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
@@ -96,8 +95,14 @@ func reloadOnHUP(ctx context.Context, cert *server.Certificate) {
 			case <-ctx.Done():
 				return
 			case <-hup:
+				if cert == nil {
+					slog.Info("SIGHUP: nothing to reload (no TLS certificate)")
+					continue
+				}
 				if err := cert.Reload(); err != nil {
 					slog.Error("TLS certificate not reloaded; the previous one is still served", "error", err)
+				} else {
+					slog.Info("TLS certificate reloaded")
 				}
 			}
 		}

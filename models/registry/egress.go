@@ -202,7 +202,7 @@ const maxRedirects = 10
 
 func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
-		return fmt.Errorf("registry %s: more than %d redirects", via[0].URL.Host, maxRedirects)
+		return fmt.Errorf("registry %s: more than %d redirects: %w", via[0].URL.Host, maxRedirects, ErrRemote)
 	}
 	return c.checkHop(via[len(via)-1].URL, req.URL)
 }

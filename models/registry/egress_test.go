@@ -253,3 +253,24 @@ func TestRemoteBodyNotReturned(t *testing.T) {
 		}
 	}
 }
+
+// A registry that redirects without end is the registry's failure (502 at
+// the API), not this server's.
+func TestRedirectLoopIsRemoteError(t *testing.T) {
+	reg := registrytest.New()
+	defer reg.Close()
+	publish(t, reg, "library/bigram", "latest")
+	var self string
+	fr := front(t, reg, func(r *http.Request) string {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+			return self + r.URL.Path
+		}
+		return ""
+	})
+	self = fr.URL
+	frHost := strings.TrimPrefix(fr.URL, "http://")
+	err := (&Client{Insecure: true, Allow: []string{frHost, reg.Host()}}).Pull(context.Background(), &models.Store{Dir: t.TempDir()}, name(t, frHost+"/library/bigram"), nil)
+	if !errors.Is(err, ErrRemote) || !strings.Contains(err.Error(), "redirects") {
+		t.Fatalf("redirect loop: %v", err)
+	}
+}
