@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -183,18 +184,26 @@ func newServerWithCtx(t *testing.T, nctx int) *testServer {
 	return serveForTest(t, srv)
 }
 
-// threads is this process's OS thread count.
+// threads is this process's OS thread count, from /proc (Linux, where
+// the server and its CI run).
 func threads(t *testing.T) int {
+	if runtime.GOOS != "linux" {
+		t.Skipf("thread counts are read from /proc, which %s does not have", runtime.GOOS)
+	}
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		t.Skip("no /proc")
+		t.Fatalf("read the thread count: %v", err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatalf("Threads line %q: %v", l, err)
+			}
 			return n
 		}
 	}
+	t.Fatal("/proc/self/status has no Threads line")
 	return 0
 }
 
