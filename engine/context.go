@@ -62,6 +62,9 @@ type Context struct {
 	model *Model
 	nVoc  int
 	embd  bool
+	// maxBatch is MaxBatchTokens, read once: llama.cpp fixes it when the
+	// context is made, and Decode checks it at every step.
+	maxBatch int
 }
 
 // ErrNoKVSpace is returned by Decode when the KV memory has no room for the
@@ -136,6 +139,10 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 		return nil, fmt.Errorf("new context (n_ctx %d, %d sequences): %s", p.NumCtx, p.NumSeqMax, strings.Join(takeLogErrors(), "; "))
 	}
 	ctx := &Context{c: c, mem: C.llama_get_memory(c), model: m, nVoc: m.VocabSize(), embd: p.Embeddings}
+	ctx.maxBatch = ctx.NumBatch()
+	if ctx.embd {
+		ctx.maxBatch = min(ctx.maxBatch, ctx.NumUBatch())
+	}
 	if p.Embeddings && p.Pooling == PoolingModel && C.llama_pooling_type(c) == C.LLAMA_POOLING_TYPE_NONE {
 		// A generative model has no pooling of its own: use mean pooling.
 		ctx.Close()
@@ -174,13 +181,7 @@ func (c *Context) NumUBatch() int { return int(C.llama_n_ubatch(c.c)) }
 // n_batch (it pads n_ctx and clamps n_batch to it), and for an embedding
 // context its n_ubatch too, since encoders and non-causal pooling need
 // the whole sequence in one micro-batch.
-func (c *Context) MaxBatchTokens() int {
-	n := c.NumBatch()
-	if c.embd {
-		n = min(n, c.NumUBatch())
-	}
-	return n
-}
+func (c *Context) MaxBatchTokens() int { return c.maxBatch }
 
 // NumSeqMax is the number of sequences the context holds.
 func (c *Context) NumSeqMax() int { return int(C.llama_n_seq_max(c.c)) }
@@ -193,7 +194,7 @@ func (c *Context) Decode(b *Batch) error {
 	}
 	// llama_decode asserts n_tokens <= n_batch (and <= n_ubatch without
 	// causal attention): refuse instead of aborting the process.
-	if limit := c.MaxBatchTokens(); b.Len() > limit {
+	if limit := c.maxBatch; b.Len() > limit {
 		return fmt.Errorf("decode: batch of %d tokens is larger than the context's batch size %d", b.Len(), limit)
 	}
 	b.c.n_tokens = C.int32_t(b.n)
@@ -298,7 +299,7 @@ type Batch struct {
 // NewBatch allocates a batch for up to capacity tokens (1..MaxContext:
 // llama_batch_init takes an int32).
 func NewBatch(capacity int) (*Batch, error) {
-	if err := inRange("batch capacity", int64(capacity), 1, MaxContext); err != nil {
+	if err := CheckRange("batch capacity", int64(capacity), 1, MaxContext); err != nil {
 		return nil, err
 	}
 	b := &Batch{c: C.llama_batch_init(C.int32_t(capacity), 0, 1), cap: capacity}

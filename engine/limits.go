@@ -60,8 +60,9 @@ func (e *RangeError) Error() string {
 	return fmt.Sprintf("%s %d is out of range (%d..%d)", e.Name, e.Value, e.Min, e.Max)
 }
 
-// inRange returns a *RangeError when v is outside lo..hi.
-func inRange(name string, v, lo, hi int64) error {
+// CheckRange returns a *RangeError naming the value when v is outside
+// lo..hi.
+func CheckRange(name string, v, lo, hi int64) error {
 	if v < lo || v > hi {
 		return &RangeError{Name: name, Value: v, Min: lo, Max: hi}
 	}
@@ -76,12 +77,12 @@ func ThreadLimit() int { return min(MaxThreads, 4*runtime.NumCPU()) }
 // check refuses context parameters llama.cpp would truncate or assert on.
 func (p ContextParams) check() error {
 	checks := []error{
-		inRange("n_ctx", int64(p.NumCtx), 0, MaxContext),
-		inRange("n_batch", int64(p.NumBatch), 0, MaxContext),
-		inRange("n_ubatch", int64(p.NumUBatch), 0, MaxContext),
-		inRange("n_seq_max", int64(p.NumSeqMax), 0, MaxSeq),
-		inRange("n_threads", int64(p.Threads), 0, int64(ThreadLimit())),
-		inRange("n_threads_batch", int64(p.ThreadsBatch), 0, int64(ThreadLimit())),
+		CheckRange("n_ctx", int64(p.NumCtx), 0, MaxContext),
+		CheckRange("n_batch", int64(p.NumBatch), 0, MaxContext),
+		CheckRange("n_ubatch", int64(p.NumUBatch), 0, MaxContext),
+		CheckRange("n_seq_max", int64(p.NumSeqMax), 0, MaxSeq),
+		CheckRange("n_threads", int64(p.Threads), 0, int64(ThreadLimit())),
+		CheckRange("n_threads_batch", int64(p.ThreadsBatch), 0, int64(ThreadLimit())),
 	}
 	for _, err := range checks {
 		if err != nil {
@@ -95,9 +96,9 @@ func (p ContextParams) check() error {
 // without bound for, and non-finite numbers.
 func (p SamplerParams) check() error {
 	checks := []error{
-		inRange("top_k", int64(p.TopK), math.MinInt32, math.MaxInt32),
-		inRange("repeat_last_n", int64(p.RepeatLastN), -1, MaxRepeatLastN),
-		inRange("mirostat", int64(p.Mirostat), 0, 2),
+		CheckRange("top_k", int64(p.TopK), math.MinInt32, math.MaxInt32),
+		CheckRange("repeat_last_n", int64(p.RepeatLastN), -1, MaxRepeatLastN),
+		CheckRange("mirostat", int64(p.Mirostat), 0, 2),
 	}
 	for _, err := range checks {
 		if err != nil {
@@ -130,7 +131,7 @@ func (p SamplerParams) check() error {
 // that does not exist is refused by llama.cpp itself with an error.
 func (p ModelParams) check() error {
 	if p.GPULayers > math.MaxInt32 { // negative: all layers
-		return inRange("n_gpu_layers", int64(p.GPULayers), -1, math.MaxInt32)
+		return CheckRange("n_gpu_layers", int64(p.GPULayers), -1, math.MaxInt32)
 	}
-	return inRange("main_gpu", int64(p.MainGPU), 0, math.MaxInt32)
+	return CheckRange("main_gpu", int64(p.MainGPU), 0, math.MaxInt32)
 }

@@ -219,6 +219,21 @@ func NormalizeOption(name string, v any) (any, error) {
 	return nil, bad()
 }
 
+// CheckParams checks the known options of a stored model's parameters
+// against their types and bounds; names it does not know are left to the
+// caller (a manifest may carry parameters of a newer Ollama).
+func CheckParams(m map[string]any) error {
+	for _, k := range sortedKeys(m) {
+		if _, known := options[k]; !known {
+			continue
+		}
+		if _, err := NormalizeOption(k, m[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // NormalizeOptions applies NormalizeOption to every entry of m.
 func NormalizeOptions(m map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(m))

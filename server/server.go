@@ -155,15 +155,23 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// inFlight holds a line for each request being served, for the report
-// the engine writes if llama.cpp aborts the process (engine.OnAbort).
+// inFlight holds each request being served, for the report the engine
+// writes if llama.cpp aborts the process (engine.OnAbort); the lines are
+// formatted only then, not per request.
 var inFlight sync.Map
+
+type flight struct {
+	id    string
+	req   *http.Request
+	start time.Time
+}
 
 func init() {
 	engine.OnAbort(func() []string {
 		var out []string
 		inFlight.Range(func(_, v any) bool {
-			out = append(out, v.(string))
+			f := v.(flight)
+			out = append(out, fmt.Sprintf("id=%s %s %s from=%s since=%s", f.id, f.req.Method, f.req.URL.Path, f.req.RemoteAddr, f.start.Format(time.RFC3339Nano)))
 			return true
 		})
 		return out
@@ -176,8 +184,7 @@ func (s *Server) requestLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		req := c.Request()
-		id := c.Response().Header().Get(echo.HeaderXRequestID)
-		inFlight.Store(c, fmt.Sprintf("id=%s %s %s from=%s since=%s", id, req.Method, req.URL.Path, req.RemoteAddr, start.Format(time.RFC3339Nano)))
+		inFlight.Store(c, flight{id: c.Response().Header().Get(echo.HeaderXRequestID), req: req, start: start})
 		defer inFlight.Delete(c)
 		ctx, span := s.telemetry.Start(req.Context(), req.Method+" "+c.Path())
 		c.SetRequest(req.WithContext(ctx))

@@ -71,25 +71,6 @@ func (o Options) CheckRequest(window int) error {
 	return nil
 }
 
-// CheckLoad checks load-time options (the server's flags and a model's
-// Modelfile PARAMETERs) against what llama.cpp accepts; maxThreads is
-// engine.ThreadLimit().
-func (o Options) CheckLoad(maxThreads int) error {
-	errs := []error{
-		intRange("num_ctx", o.NumCtx, 0, math.MaxInt32),
-		intRange("num_batch", o.NumBatch, 0, math.MaxInt32),
-		intRange("num_gpu", o.NumGPU, -1, math.MaxInt32),
-		intRange("main_gpu", o.MainGPU, 0, 255),
-		intRange("num_thread", o.NumThread, 0, maxThreads),
-	}
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // WithLoadOptions returns o with the load-time options of from (the
 // operator's), and the names of those o had set differently.
 func (o Options) WithLoadOptions(from Options) (Options, []string) {

@@ -174,12 +174,14 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 		// Refused rather than silently served without the adapter.
 		return nil, Errorf(BadRequest, "model %q has a LoRA adapter (ADAPTER); adapters are not supported yet", model)
 	}
-	operator, err := s.ModelOptions(model)
+	operator, err := entryOptions(entry)
 	if err != nil {
 		return nil, err
 	}
-	if err := operator.CheckLoad(engine.ThreadLimit()); err != nil {
-		return nil, Errorf(LoadFailed, "model %q has an invalid parameter: %v", model, err)
+	// The PARAMETER bounds were checked by entryOptions; the thread limit
+	// depends on this machine (a model may come from another one).
+	if operator.NumThread > engine.ThreadLimit() {
+		return nil, Errorf(LoadFailed, "model %q has an invalid parameter: num_thread %d is out of range (0..%d: four per CPU)", model, operator.NumThread, engine.ThreadLimit())
 	}
 	opts, ignored := opts.WithLoadOptions(operator)
 	if len(ignored) > 0 {
@@ -242,13 +244,24 @@ func (s *Service) resolve(model string) (models.Entry, error) {
 // defaults with the model's own parameters (its Modelfile's PARAMETER
 // lines) applied. The request's options go on top.
 func (s *Service) ModelOptions(model string) (api.Options, error) {
-	opts := api.DefaultOptions()
 	entry, err := s.resolve(model)
 	if err != nil {
-		return opts, err
+		return api.DefaultOptions(), err
+	}
+	return entryOptions(entry)
+}
+
+// entryOptions are Ollama's defaults with a resolved model's parameters
+// applied, each checked against the bounds PARAMETER has at create
+// (models.CheckParams: a model stored before a bound existed is refused
+// here, not handed to the engine).
+func entryOptions(entry models.Entry) (api.Options, error) {
+	opts := api.DefaultOptions()
+	if err := models.CheckParams(entry.Params); err != nil {
+		return opts, Errorf(LoadFailed, "model %q has an invalid parameter: %v", entry.Name.String(), err)
 	}
 	if _, err := opts.Apply(entry.Params); err != nil {
-		return opts, Errorf(Internal, "model %q has invalid parameters: %v", model, err)
+		return opts, Errorf(Internal, "model %q has invalid parameters: %v", entry.Name.String(), err)
 	}
 	return opts, nil
 }
@@ -274,9 +287,6 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (<-chan
 	o := req.Options
 	if err := o.CheckRequest(in.Window); err != nil {
 		return nil, &Error{Kind: BadRequest, Err: err}
-	}
-	if req.TopLogprobs < 0 || req.TopLogprobs > runner.MaxTopLogprobs {
-		return nil, &Error{Kind: BadRequest, Err: &api.OptionError{Name: "top_logprobs", Value: req.TopLogprobs, Allowed: fmt.Sprintf("0..%d", runner.MaxTopLogprobs)}}
 	}
 	if o.RepeatLastN == -1 {
 		o.RepeatLastN = in.Window // Ollama: -1 looks back over the whole context

@@ -172,7 +172,7 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 	if want == 0 {
 		want = def
 	}
-	if err := checkRange("num_ctx", want, MinCtx, maxCtx); err != nil {
+	if err := engine.CheckRange("num_ctx", int64(want), MinCtx, int64(maxCtx)); err != nil {
 		return nil, 0, err
 	}
 	key.NumCtx = instanceCtx(want, def, maxCtx)

@@ -145,15 +145,6 @@ func (s *Scheduler) findLocked(key Key, want int) *Instance {
 	return best
 }
 
-// checkRange returns an *engine.RangeError naming the option when v is
-// outside lo..hi.
-func checkRange(name string, v, lo, hi int) error {
-	if v < lo || v > hi {
-		return &engine.RangeError{Name: name, Value: int64(v), Min: int64(lo), Max: int64(hi)}
-	}
-	return nil
-}
-
 // mulInt multiplies non-negative ints, refusing an overflow.
 func mulInt(a, b int) (int, error) {
 	hi, lo := bits.Mul64(uint64(a), uint64(b))
