@@ -30,6 +30,10 @@ type benchServer struct {
 	client *ollama.Client
 	url    string
 	dir    string
+	// temperature and noStream choose how the HTTP column asks: sampled
+	// at a temperature (seeded) or greedy, streamed as SSE or one answer.
+	temperature float64
+	noStream    bool
 }
 
 func startServer(modelPath string, parallel, nctx, threads int) *benchServer {
@@ -79,9 +83,15 @@ func (b *benchServer) decode(m *engine.Model, streams, n int) (float64, int) {
 	t0 := time.Now()
 	for s := 0; s < streams; s++ {
 		body, _ := json.Marshal(map[string]any{
-			"model": "bench", "prompt": streamPrompt(m, s), "max_tokens": n, "temperature": 0,
-			"logit_bias": bias, "stream": true, "stream_options": map[string]any{"include_usage": true},
+			"model": "bench", "prompt": streamPrompt(m, s), "max_tokens": n, "temperature": b.temperature, "seed": 42 + s,
+			"logit_bias": bias, "stream": !b.noStream, "stream_options": map[string]any{"include_usage": true},
 		})
+		if b.noStream {
+			body, _ = json.Marshal(map[string]any{
+				"model": "bench", "prompt": streamPrompt(m, s), "max_tokens": n, "temperature": b.temperature, "seed": 42 + s,
+				"logit_bias": bias,
+			})
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -90,6 +100,20 @@ func (b *benchServer) decode(m *engine.Model, streams, n int) (float64, int) {
 				log.Fatal(err)
 			}
 			defer resp.Body.Close()
+			if b.noStream {
+				var answer struct {
+					Usage struct {
+						CompletionTokens int `json:"completion_tokens"`
+					} `json:"usage"`
+				}
+				if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+					log.Fatal(err)
+				}
+				mu.Lock()
+				total += answer.Usage.CompletionTokens
+				mu.Unlock()
+				return
+			}
 			sc := bufio.NewScanner(resp.Body)
 			for sc.Scan() {
 				var chunk struct {

@@ -38,6 +38,8 @@ func main() {
 	backends := flag.String("backends", "", "directory of GPU backend libraries to load (lib/tadpole)")
 	gpuLayers := flag.Int("gpu-layers", 0, "layers to offload to the GPU (-1: all)")
 	httpBench := flag.Bool("http", false, "also measure through a real Tadpole server over HTTP (OpenAI completions, SSE)")
+	temperature := flag.Float64("temperature", 0, "the HTTP column's temperature (0: greedy; requests are seeded)")
+	noStream := flag.Bool("no-stream", false, "the HTTP column asks for whole answers instead of SSE streams")
 	peerURL := flag.String("url", "", "measure the HTTP column against another OpenAI-compatible server at this base URL instead (e.g. llama-server)")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -92,6 +94,7 @@ func main() {
 	}
 	fmt.Printf("| streams | raw engine tok/s | runner tok/s | runner/raw | tokens raw/runner |")
 	if srv != nil {
+		srv.temperature, srv.noStream = *temperature, *noStream
 		fmt.Printf(" HTTP tok/s | HTTP/raw | HTTP tokens |")
 	}
 	fmt.Printf("\n|---|---|---|---|---|")
@@ -110,7 +113,11 @@ func main() {
 		fmt.Println()
 	}
 	if srv != nil {
-		fmt.Println("\nHTTP: a real server on loopback, OpenAI's /v1/completions streamed as SSE, same prompts, greedy, end-of-generation banned with logit_bias.")
+		how := "streamed as SSE"
+		if *noStream {
+			how = "not streamed"
+		}
+		fmt.Printf("\nHTTP: a real server on loopback, OpenAI's /v1/completions %s, same prompts, temperature %g (seeded), end-of-generation banned with logit_bias.\n", how, *temperature)
 	}
 }
 
