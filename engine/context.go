@@ -2,12 +2,15 @@ package engine
 
 // #include <stdlib.h>
 // #include "llama.h"
+// #include "ggml-cpu.h"
 import "C"
 
 import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"strconv"
 	"strings"
 	"unsafe"
 )
@@ -51,13 +54,27 @@ type ContextParams struct {
 	// Embeddings makes Decode produce pooled embeddings instead of logits.
 	Embeddings bool
 	Pooling    Pooling
+	// Poll is how long the CPU threads busy-wait for the next step before
+	// they sleep, 1 to 100 (mostly spin) as llama.cpp's --poll; negative:
+	// none (sleep at once); 0: DefaultPoll.
+	Poll int
 }
+
+// DefaultPoll is the CPU threads' busy-wait level when ContextParams
+// leave it unset (llama.cpp's default is 50).
+var DefaultPoll = func() int {
+	if v, err := strconv.Atoi(os.Getenv("TADPOLE_POLL")); err == nil && v >= 0 && v <= 100 {
+		return v
+	}
+	return 50
+}()
 
 // Context is one llama.cpp context: KV memory for up to NumSeqMax
 // sequences and the compute buffers for decoding. It is not safe for
 // concurrent use; the runner owns it from one goroutine.
 type Context struct {
 	c     *C.struct_llama_context
+	pools []*C.struct_ggml_threadpool
 	mem   C.llama_memory_t
 	model *Model
 	nVoc  int
@@ -139,6 +156,10 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 		return nil, fmt.Errorf("new context (n_ctx %d, %d sequences): %s", p.NumCtx, p.NumSeqMax, strings.Join(takeLogErrors(), "; "))
 	}
 	ctx := &Context{c: c, mem: C.llama_get_memory(c), model: m, nVoc: m.VocabSize(), embd: p.Embeddings}
+	if err := ctx.attachThreads(threads, tb, p.Poll); err != nil {
+		ctx.Close()
+		return nil, err
+	}
 	ctx.maxBatch = ctx.NumBatch()
 	if ctx.embd {
 		ctx.maxBatch = min(ctx.maxBatch, ctx.NumUBatch())
@@ -159,6 +180,48 @@ func (c *Context) Close() {
 	}
 	C.llama_free(c.c)
 	c.c = nil
+	for _, tp := range c.pools {
+		C.ggml_threadpool_free(tp)
+	}
+	c.pools = nil
+}
+
+// attachThreads gives the context CPU threads that live as long as it
+// does, as llama-server does: without them ggml starts and joins its
+// worker threads at every decode step. A separate pool serves prompt
+// batches when their thread count differs.
+func (c *Context) attachThreads(threads, threadsBatch, poll int) error {
+	switch {
+	case poll == 0:
+		poll = DefaultPoll
+	case poll < 0:
+		poll = 0
+	}
+	if err := CheckRange("poll", int64(poll), 0, 100); err != nil {
+		return err
+	}
+	newPool := func(n int, paused bool) *C.struct_ggml_threadpool {
+		tpp := C.ggml_threadpool_params_default(C.int(n))
+		tpp.poll = C.uint32_t(poll)
+		tpp.paused = C.bool(paused)
+		tp := C.ggml_threadpool_new(&tpp)
+		if tp != nil {
+			c.pools = append(c.pools, tp)
+		}
+		return tp
+	}
+	var batch *C.struct_ggml_threadpool
+	if threadsBatch != threads {
+		if batch = newPool(threadsBatch, false); batch == nil {
+			return fmt.Errorf("new context: cannot start %d threads", threadsBatch)
+		}
+	}
+	tp := newPool(threads, batch != nil)
+	if tp == nil {
+		return fmt.Errorf("new context: cannot start %d threads", threads)
+	}
+	C.llama_attach_threadpool(c.c, tp, batch)
+	return nil
 }
 
 // Model is the model the context was made from.

@@ -54,7 +54,10 @@ func generate(t testing.TB, m *Model, prompt []Token, n int, p SamplerParams) (s
 		if err := ctx.Decode(b); err != nil {
 			t.Fatal(err)
 		}
-		tok := s.Sample(ctx, b.Len()-1)
+		tok, err := s.Sample(ctx, b.Len()-1)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if m.IsEOG(tok) {
 			break
 		}

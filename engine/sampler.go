@@ -2,6 +2,7 @@ package engine
 
 // #include <stdlib.h>
 // #include "llama.h"
+// #include "sampling.h"
 import "C"
 
 import (
@@ -29,75 +30,132 @@ type SamplerParams struct {
 	LogitBias        map[Token]float32
 	// Grammar is a GBNF grammar (root rule "root") the output must match.
 	Grammar string
+
+	wholeChain bool // tests: llama.cpp's whole chain, as with a grammar
 }
 
-// Sampler is a llama.cpp sampler chain. It is not safe for concurrent use;
-// each generating sequence has its own.
+// Sampler picks tokens from a context's logits: Tadpole's front end
+// (sampling.c) over a llama.cpp sampler chain. It is not safe for
+// concurrent use; each generating sequence has its own.
 type Sampler struct {
-	c *C.struct_llama_sampler
+	c      *C.struct_tp_sampler
+	nVocab int
 }
 
-// NewSampler builds the chain: grammar, logit bias, penalties, then greedy
-// or top-k → typical → top-p → min-p → temperature → random draw (or a
-// Mirostat variant). With Temperature <= 0 the chain is grammar, logit
-// bias and greedy: temperature 0 means the model's single most likely
-// continuation, as Ollama's own sampler does.
+// NewSampler builds the sampler. The order is llama.cpp's: grammar, logit
+// bias, penalties, then greedy or top-k → typical → top-p → min-p →
+// temperature → random draw (or a Mirostat variant). With Temperature <= 0
+// it is grammar, logit bias and greedy: temperature 0 means the model's
+// single most likely continuation, as Ollama's own sampler does.
+//
+// Without a grammar or Mirostat (the common case), the logit bias, the
+// penalties and top-k are applied by the front end to the tokens they
+// concern, and only top-k's survivors go through llama.cpp's chain; the
+// arithmetic and the order are the same (see sampling.c).
 func (m *Model) NewSampler(p SamplerParams) (*Sampler, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	chain := C.llama_sampler_chain_init(C.llama_sampler_chain_default_params())
-	s := &Sampler{c: chain}
-	add := func(x *C.struct_llama_sampler) { C.llama_sampler_chain_add(chain, x) }
 	seed := C.uint32_t(C.LLAMA_DEFAULT_SEED)
 	if p.Seed >= 0 {
 		seed = C.uint32_t(uint32(p.Seed))
 	}
-	if g := strings.TrimSpace(p.Grammar); g != "" {
-		cg := C.CString(g)
-		root := C.CString("root")
-		gs := C.llama_sampler_init_grammar(m.vocab, cg, root)
-		C.free(unsafe.Pointer(cg))
-		C.free(unsafe.Pointer(root))
-		if gs == nil {
-			s.Close()
-			return nil, fmt.Errorf("invalid grammar: %s", strings.Join(takeLogErrors(), "; "))
+	var biasTok []C.int32_t
+	var biasVal []C.float
+	for t, b := range p.LogitBias {
+		if t < 0 || int(t) >= m.VocabSize() {
+			return nil, fmt.Errorf("logit_bias: token %d is not in the vocabulary (0..%d)", t, m.VocabSize()-1)
 		}
-		add(gs)
+		biasTok = append(biasTok, C.int32_t(t))
+		biasVal = append(biasVal, C.float(b))
 	}
-	if len(p.LogitBias) > 0 {
-		biases := make([]C.llama_logit_bias, 0, len(p.LogitBias))
-		for t, b := range p.LogitBias {
-			if t < 0 || int(t) >= m.VocabSize() {
-				s.Close()
-				return nil, fmt.Errorf("logit_bias: token %d is not in the vocabulary (0..%d)", t, m.VocabSize()-1)
+	rp := p.RepeatPenalty
+	if rp == 0 {
+		rp = 1
+	}
+	penalties := p.Temperature > 0 && p.RepeatLastN != 0 && (rp != 1 || p.PresencePenalty != 0 || p.FrequencyPenalty != 0)
+	full := p.wholeChain || strings.TrimSpace(p.Grammar) != "" || (p.Temperature > 0 && p.Mirostat != 0)
+
+	chain := C.llama_sampler_chain_init(C.llama_sampler_chain_default_params())
+	add := func(x *C.struct_llama_sampler) { C.llama_sampler_chain_add(chain, x) }
+	fail := func(err error) (*Sampler, error) {
+		C.llama_sampler_free(chain)
+		return nil, err
+	}
+	var topK, lastN C.int32_t
+	if full {
+		// llama.cpp's whole chain.
+		if g := strings.TrimSpace(p.Grammar); g != "" {
+			cg := C.CString(g)
+			root := C.CString("root")
+			gs := C.llama_sampler_init_grammar(m.vocab, cg, root)
+			C.free(unsafe.Pointer(cg))
+			C.free(unsafe.Pointer(root))
+			if gs == nil {
+				return fail(fmt.Errorf("invalid grammar: %s", strings.Join(takeLogErrors(), "; ")))
 			}
-			biases = append(biases, C.llama_logit_bias{token: C.llama_token(t), bias: C.float(b)})
+			add(gs)
 		}
-		add(C.llama_sampler_init_logit_bias(C.int32_t(m.VocabSize()), C.int32_t(len(biases)), &biases[0]))
-	}
-	if p.Temperature <= 0 {
-		add(C.llama_sampler_init_greedy())
-		return s, nil
-	}
-	if (p.RepeatPenalty != 0 && p.RepeatPenalty != 1) || p.PresencePenalty != 0 || p.FrequencyPenalty != 0 {
-		rp := p.RepeatPenalty
-		if rp == 0 {
-			rp = 1
+		if len(biasTok) > 0 {
+			biases := make([]C.llama_logit_bias, len(biasTok))
+			for i := range biasTok {
+				biases[i] = C.llama_logit_bias{token: C.llama_token(biasTok[i]), bias: biasVal[i]}
+			}
+			add(C.llama_sampler_init_logit_bias(C.int32_t(m.VocabSize()), C.int32_t(len(biases)), &biases[0]))
+			biasTok, biasVal = nil, nil
 		}
-		add(C.llama_sampler_init_penalties(C.int32_t(p.RepeatLastN), C.float(rp), C.float(p.FrequencyPenalty), C.float(p.PresencePenalty)))
+		switch {
+		case p.Temperature <= 0:
+			add(C.llama_sampler_init_greedy())
+		default:
+			if penalties {
+				add(C.llama_sampler_init_penalties(C.int32_t(p.RepeatLastN), C.float(rp), C.float(p.FrequencyPenalty), C.float(p.PresencePenalty)))
+			}
+			switch p.Mirostat {
+			case 1:
+				add(C.llama_sampler_init_temp(C.float(p.Temperature)))
+				add(C.llama_sampler_init_mirostat(C.int32_t(m.VocabSize()), seed, C.float(p.MirostatTau), C.float(p.MirostatEta), 100))
+			case 2:
+				add(C.llama_sampler_init_temp(C.float(p.Temperature)))
+				add(C.llama_sampler_init_mirostat_v2(seed, C.float(p.MirostatTau), C.float(p.MirostatEta)))
+			default:
+				addTail(add, p, seed, true)
+			}
+		}
+	} else if p.Temperature > 0 {
+		// The front end does bias, penalties and top-k; the chain the rest.
+		if p.TopK > 0 {
+			topK = C.int32_t(p.TopK)
+		}
+		if penalties {
+			lastN = C.int32_t(p.RepeatLastN)
+		}
+		addTail(add, p, seed, false)
+	} else {
+		C.llama_sampler_free(chain)
+		chain = nil // greedy: an argmax
 	}
-	switch p.Mirostat {
-	case 1:
-		add(C.llama_sampler_init_temp(C.float(p.Temperature)))
-		add(C.llama_sampler_init_mirostat(C.int32_t(m.VocabSize()), seed, C.float(p.MirostatTau), C.float(p.MirostatEta), 100))
-		return s, nil
-	case 2:
-		add(C.llama_sampler_init_temp(C.float(p.Temperature)))
-		add(C.llama_sampler_init_mirostat_v2(seed, C.float(p.MirostatTau), C.float(p.MirostatEta)))
-		return s, nil
+	var bt *C.int32_t
+	var bv *C.float
+	if len(biasTok) > 0 {
+		bt, bv = &biasTok[0], &biasVal[0]
 	}
-	if p.TopK > 0 {
+	c := C.tp_sampler_new(C.int32_t(m.VocabSize()), chain, topK, lastN, C.float(rp), C.float(p.FrequencyPenalty), C.float(p.PresencePenalty),
+		C.int32_t(len(biasTok)), bt, bv)
+	if c == nil {
+		if chain != nil {
+			C.llama_sampler_free(chain)
+		}
+		return nil, fmt.Errorf("sampler: out of memory")
+	}
+	return &Sampler{c: c, nVocab: m.VocabSize()}, nil
+}
+
+// addTail adds what follows the penalties in llama.cpp's order: top-k
+// (when the chain does it), typical, top-p, min-p, temperature and the
+// seeded draw.
+func addTail(add func(*C.struct_llama_sampler), p SamplerParams, seed C.uint32_t, topK bool) {
+	if topK && p.TopK > 0 {
 		add(C.llama_sampler_init_top_k(C.int32_t(p.TopK)))
 	}
 	if p.TypicalP > 0 && p.TypicalP < 1 {
@@ -111,26 +169,35 @@ func (m *Model) NewSampler(p SamplerParams) (*Sampler, error) {
 	}
 	add(C.llama_sampler_init_temp(C.float(p.Temperature)))
 	add(C.llama_sampler_init_dist(seed))
-	return s, nil
 }
 
 // Sample picks the next token from output idx of the context's last batch
-// and feeds it back to the chain (penalties, grammar and Mirostat state).
-func (s *Sampler) Sample(ctx *Context, idx int) Token {
-	return Token(C.llama_sampler_sample(s.c, ctx.c, C.int32_t(idx)))
+// and feeds it back to the sampler (penalties, grammar and Mirostat
+// state). It fails when the batch has no output idx.
+func (s *Sampler) Sample(ctx *Context, idx int) (Token, error) {
+	t := C.tp_sampler_sample(s.c, ctx.c, C.int32_t(idx))
+	if t < 0 {
+		return 0, fmt.Errorf("sample: no logits for batch output %d", idx)
+	}
+	return Token(t), nil
 }
 
 // Accept feeds a token the sampler did not pick (e.g. prompt tokens for
-// the repetition penalties) into the chain's state.
-func (s *Sampler) Accept(t Token) { C.llama_sampler_accept(s.c, C.llama_token(t)) }
+// the repetition penalties) into its state.
+// Tokens outside the vocabulary are ignored.
+func (s *Sampler) Accept(t Token) {
+	if t >= 0 && int(t) < s.nVocab {
+		C.tp_sampler_accept(s.c, C.int32_t(t))
+	}
+}
 
-// Reset clears the chain's state.
-func (s *Sampler) Reset() { C.llama_sampler_reset(s.c) }
+// Reset clears the sampler's state.
+func (s *Sampler) Reset() { C.tp_sampler_reset(s.c) }
 
-// Close frees the chain.
+// Close frees the sampler.
 func (s *Sampler) Close() {
 	if s != nil && s.c != nil {
-		C.llama_sampler_free(s.c)
+		C.tp_sampler_free(s.c)
 		s.c = nil
 	}
 }

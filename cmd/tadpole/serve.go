@@ -65,6 +65,7 @@ func serve(args []string) error {
 	allowRegistry := fs.StringArray("allow-registry", splitList(env("TADPOLE_ALLOW_REGISTRY", "")), "registry HOST or HOST:PORT that pulls and pushes may reach at a loopback, link-local or private address; repeatable or comma-separated (TADPOLE_ALLOW_REGISTRY)")
 	maxBlob := fs.String("max-blob-size", env("TADPOLE_MAX_BLOB_SIZE", "512GiB"), "largest blob an upload, import or pull may store; larger ones get 413; 0: no limit (TADPOLE_MAX_BLOB_SIZE)")
 	minFree := fs.String("min-free-disk", env("TADPOLE_MIN_FREE_DISK", "1GiB"), "free space writes must leave on the models disk; writes below it get 507; 0: none (TADPOLE_MIN_FREE_DISK)")
+	debugAddr := fs.String("debug-addr", env("TADPOLE_DEBUG_ADDR", ""), "address to serve Go's pprof profiles on (/debug/pprof/), e.g. 127.0.0.1:6060; off when empty (TADPOLE_DEBUG_ADDR)")
 	apiFlags := addAPIFlags(fs)
 	boundary := addBoundaryFlags(fs)
 	fs.SortFlags = false
@@ -153,9 +154,13 @@ func serve(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- srv.Serve(ln) }()
 	if err := boundary.serveMetrics(srv, errc); err != nil {
+		srv.Shutdown(context.Background())
+		return err
+	}
+	if _, err := serveDebug(*debugAddr, errc); err != nil {
 		srv.Shutdown(context.Background())
 		return err
 	}

@@ -121,7 +121,10 @@ func generateWith(t *testing.T, m *engine.Model, p engine.SamplerParams, max int
 		if err := ctx.Decode(b); err != nil {
 			t.Fatal(err)
 		}
-		tok := s.Sample(ctx, b.Len()-1)
+		tok, err := s.Sample(ctx, b.Len()-1)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if m.IsEOG(tok) {
 			done = true
 			break

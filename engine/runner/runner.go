@@ -56,6 +56,13 @@ type Request struct {
 	// priority. Background work (jobs) uses a negative priority so that
 	// interactive requests overtake it for free slots.
 	Priority int
+	// Notify, if set, is signalled (without blocking) whenever the
+	// request's stream gets events, besides the stream's own Ready: one
+	// reader can wait on several streams with one channel of capacity 1.
+	Notify chan struct{}
+	// OnDone, if set, is called with the final event in a goroutine of
+	// its own, whether or not anyone reads the stream (metrics, spans).
+	OnDone func(Event)
 }
 
 // TokenLogprob is a token's log-probability and, if asked for, the most
@@ -93,6 +100,8 @@ type Event struct {
 	Err        error
 	Stats      Stats
 	Tokens     []engine.Token
+
+	queued time.Time // when the loop queued it (PhaseDeliver)
 }
 
 // MaxTopLogprobs bounds the alternatives reported per token (OpenAI's
@@ -121,7 +130,7 @@ type request struct {
 	Request
 	sampler *engine.Sampler // built by Generate, owned by the slot once started
 	ctx     context.Context
-	stream  *stream
+	stream  *Stream
 	queued  time.Time
 }
 
@@ -176,10 +185,10 @@ func (r *Runner) Model() *engine.Model { return r.model }
 // Config is the runner's configuration with defaults applied.
 func (r *Runner) Config() Config { return r.cfg }
 
-// Generate queues a request and returns its events. The channel is closed
-// after the final event. Cancelling ctx ends the request before the next
-// decode step; its final event then has DoneReason "cancel".
-func (r *Runner) Generate(ctx context.Context, req Request) (<-chan Event, error) {
+// Generate queues a request and returns its stream of events, which ends
+// with a final event (Done). Cancelling ctx ends the request before the
+// next decode step; its final event then has DoneReason "cancel".
+func (r *Runner) Generate(ctx context.Context, req Request) (*Stream, error) {
 	if len(req.Prompt) == 0 {
 		return nil, errors.New("empty prompt")
 	}
@@ -206,7 +215,7 @@ func (r *Runner) Generate(ctx context.Context, req Request) (<-chan Event, error
 	if err != nil {
 		return nil, err
 	}
-	sr := &request{Request: req, sampler: smp, ctx: ctx, stream: newStream(ctx.Done()), queued: time.Now()}
+	sr := &request{Request: req, sampler: smp, ctx: ctx, stream: newStream(req.Notify, req.OnDone), queued: time.Now()}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -221,7 +230,7 @@ func (r *Runner) Generate(ctx context.Context, req Request) (<-chan Event, error
 	r.waiting = slices.Insert(r.waiting, i, sr)
 	r.mu.Unlock()
 	r.signal()
-	return sr.stream.out, nil
+	return sr.stream, nil
 }
 
 // Busy is the number of requests running or waiting.

@@ -74,9 +74,19 @@ func collect(t testing.TB, events <-chan Event) result {
 	return res
 }
 
+// generate is Generate with the stream read as a channel to its final
+// event (also after ctx ends: a cancelled request's final event is read).
+func generate(r *Runner, ctx context.Context, req Request) (<-chan Event, error) {
+	s, err := r.Generate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return s.Events(context.Background()), nil
+}
+
 func run(t testing.TB, r *Runner, req Request) result {
 	t.Helper()
-	events, err := r.Generate(context.Background(), req)
+	events, err := generate(r, context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +226,7 @@ func TestCancellationFreesSlots(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			ctx, cancel := context.WithCancel(context.Background())
-			events, err := r.Generate(ctx, Request{Prompt: prompt, NumPredict: -1, Sampling: engine.SamplerParams{Temperature: 1, Seed: int64(i)}})
+			events, err := generate(r, ctx, Request{Prompt: prompt, NumPredict: -1, Sampling: engine.SamplerParams{Temperature: 1, Seed: int64(i)}})
 			if err != nil {
 				t.Error(err)
 				cancel()
@@ -359,7 +369,7 @@ func TestEdgeCases(t *testing.T) {
 	// A cancelled request that never got a slot ends with "cancel".
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	events, err := r.Generate(ctx, Request{Prompt: prompt, NumPredict: 5})
+	events, err := generate(r, ctx, Request{Prompt: prompt, NumPredict: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +418,7 @@ func TestLogprobs(t *testing.T) {
 	r := newRunner(t, m, Config{Parallel: 1, NumCtx: 128})
 	res := run(t, r, Request{Prompt: tokenize(t, m, "Once upon a time"), NumPredict: 10, Logprobs: true, TopLogprobs: 3})
 	var lps []TokenLogprob
-	events, _ := r.Generate(context.Background(), Request{Prompt: tokenize(t, m, "Once upon a time"), NumPredict: 10, Logprobs: true, TopLogprobs: 3})
+	events, _ := generate(r, context.Background(), Request{Prompt: tokenize(t, m, "Once upon a time"), NumPredict: 10, Logprobs: true, TopLogprobs: 3})
 	text := ""
 	for ev := range events {
 		lps = append(lps, ev.Logprobs...)
@@ -439,7 +449,7 @@ func TestPriority(t *testing.T) {
 	r := newRunner(t, m, Config{Parallel: 1, NumCtx: 128})
 	prompt := tokenize(t, m, "Once upon a time")
 	// Hold the only slot while the others queue.
-	blocker, err := r.Generate(context.Background(), Request{Prompt: prompt, NumPredict: 40})
+	blocker, err := generate(r, context.Background(), Request{Prompt: prompt, NumPredict: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +459,7 @@ func TestPriority(t *testing.T) {
 	admitted := map[string]time.Time{}
 	var wg sync.WaitGroup
 	submit := func(name string, prio int) {
-		events, err := r.Generate(context.Background(), Request{Prompt: prompt, NumPredict: 10, Priority: prio})
+		events, err := generate(r, context.Background(), Request{Prompt: prompt, NumPredict: 10, Priority: prio})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -81,6 +81,7 @@ func nonEmpty(ss []string) []string {
 
 // step runs one decode step. It reports false when no slot had work.
 func (r *Runner) step() bool {
+	tStep := time.Now()
 	for _, s := range r.slots {
 		if s.req != nil && s.req.ctx.Err() != nil {
 			r.finish(s, "cancel", s.req.ctx.Err())
@@ -121,8 +122,14 @@ func (r *Runner) step() bool {
 		return false
 	}
 	t0 := time.Now()
+	record(PhaseBatch, t0.Sub(tStep))
 	err := r.ctx.Decode(r.batch)
 	took := time.Since(t0)
+	if len(prefilling) > 0 {
+		record(PhasePrefill, took)
+	} else {
+		record(PhaseDecode, took)
+	}
 	if debugSteps {
 		slog.Debug("step", "tokens", r.batch.Len(), "generating", len(generating), "prefilling", len(prefilling), "took", took)
 	}
@@ -149,6 +156,7 @@ func (r *Runner) step() bool {
 			r.sample(s)
 		}
 	}
+	record(PhaseStep, time.Since(tStep))
 	return true
 }
 
@@ -159,10 +167,17 @@ func (r *Runner) sample(s *slot) {
 		r.finish(s, "length", nil)
 		return
 	}
-	t := s.sampler.Sample(r.ctx, s.outIdx)
+	t0 := time.Now()
+	t, err := s.sampler.Sample(r.ctx, s.outIdx)
+	if err != nil {
+		r.finish(s, "", err)
+		return
+	}
 	if q.Logprobs {
 		s.logprobs = append(s.logprobs, r.logprob(s.outIdx, t, q.TopLogprobs))
 	}
+	t1 := time.Now()
+	record(PhaseSample, t1.Sub(t0))
 	if r.model.IsEOG(t) {
 		r.finish(s, "stop", nil)
 		return
@@ -173,9 +188,12 @@ func (r *Runner) sample(s *slot) {
 	s.generated = append(s.generated, t)
 	s.stats.EvalCount++
 	text, hit := s.stop.push(string(s.detok.Add(r.model.TokenPiece(t, false))))
+	t2 := time.Now()
+	record(PhaseDetokenize, t2.Sub(t1))
 	if text != "" {
 		q.stream.send(Event{Text: text, Logprobs: s.logprobs})
 		s.logprobs = nil
+		record(PhaseHandoff, time.Since(t2))
 	}
 	switch {
 	case hit:

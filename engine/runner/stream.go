@@ -1,77 +1,149 @@
 package runner
 
-import "sync"
+import (
+	"context"
+	"io"
+	"sync"
+	"time"
+)
 
-// stream hands a request's events from the decode loop to its consumer.
-// The loop never blocks on a slow client: events queue without bound and
-// one goroutine per request forwards them to the consumer's channel.
-type stream struct {
+// Stream is one request's events, handed from the decode loop to the
+// request's reader. The loop never waits on a reader: it appends to the
+// stream's queue and signals. The reader takes everything queued at once
+// (Recv), so a reader slower than the model — a slow client, a busy
+// writer — gets several tokens per call and writes them together instead
+// of holding the loop back. No goroutine stands between the two.
+//
+// A Stream has one reader. Nothing needs to drain it: when the request's
+// context ends, the loop ends the generation at its next step and the
+// unread events are garbage.
+type Stream struct {
 	mu     sync.Mutex
 	queue  []Event
-	wake   chan struct{}
-	closed bool
-	out    chan Event
-	gone   <-chan struct{} // the consumer went away (request context done)
+	closed bool // the final event is queued
+	ended  bool // the final event was taken
+	ready  chan struct{}
+	notify chan struct{} // optional second wake-up, shared by several streams
+	onDone func(Event)
 }
 
-func newStream(gone <-chan struct{}) *stream {
-	s := &stream{wake: make(chan struct{}, 1), out: make(chan Event, 8), gone: gone}
-	go s.forward()
-	return s
+func newStream(notify chan struct{}, onDone func(Event)) *Stream {
+	return &Stream{ready: make(chan struct{}, 1), notify: notify, onDone: onDone}
 }
 
 // send queues an event; the final event (Done) closes the stream.
-func (s *stream) send(ev Event) {
+func (s *Stream) send(ev Event) {
+	ev.queued = time.Now()
 	s.mu.Lock()
-	if !s.closed {
-		s.queue = append(s.queue, ev)
-		s.closed = ev.Done
+	if s.closed {
+		s.mu.Unlock()
+		return
 	}
+	s.queue = append(s.queue, ev)
+	s.closed = ev.Done
 	s.mu.Unlock()
+	wake(s.ready)
+	if s.notify != nil {
+		wake(s.notify)
+	}
+	if ev.Done && s.onDone != nil {
+		go s.onDone(ev)
+	}
+}
+
+func wake(c chan struct{}) {
 	select {
-	case s.wake <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
 
-func (s *stream) forward() {
-	defer close(s.out)
+// TryRecv appends the events queued so far to dst without waiting. After
+// the final event has been taken it returns io.EOF.
+func (s *Stream) TryRecv(dst []Event) ([]Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return dst, io.EOF
+	}
+	if len(s.queue) == 0 {
+		return dst, nil
+	}
+	now := time.Now()
+	for _, ev := range s.queue {
+		record(PhaseDeliver, now.Sub(ev.queued))
+	}
+	dst = append(dst, s.queue...)
+	clear(s.queue)
+	s.queue = s.queue[:0]
+	s.ended = s.closed
+	return dst, nil
+}
+
+// Recv appends every queued event to dst, waiting for one if none is
+// queued. It returns ctx's error if ctx ends first, and io.EOF once the
+// final event has been taken.
+func (s *Stream) Recv(ctx context.Context, dst []Event) ([]Event, error) {
+	n := len(dst)
 	for {
-		s.mu.Lock()
-		q := s.queue
-		s.queue = nil
-		closed := s.closed
-		s.mu.Unlock()
-		for _, ev := range q {
-			select {
-			case s.out <- ev:
-			case <-s.gone:
-				// Nobody reads any more; the loop sees the same
-				// cancellation and frees the slot.
-				if !closed {
-					s.drainUntilClosed()
-				}
-				return
-			}
+		var err error
+		if dst, err = s.TryRecv(dst); err != nil || len(dst) > n {
+			return dst, err
 		}
-		if closed {
-			return
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			return dst, ctx.Err()
 		}
-		<-s.wake
 	}
 }
 
-// drainUntilClosed discards events until the loop closes the stream, so
-// the forwarding goroutine never outlives its request.
-func (s *stream) drainUntilClosed() {
+// Ready is signalled after events are queued (it may be signalled with
+// none left by the time it is read: TryRecv tells).
+func (s *Stream) Ready() <-chan struct{} { return s.ready }
+
+// Collect reads the stream to its final event and returns the events
+// (for callers that want the whole answer).
+func (s *Stream) Collect(ctx context.Context) ([]Event, error) {
+	var out []Event
 	for {
-		s.mu.Lock()
-		s.queue = nil
-		closed := s.closed
-		s.mu.Unlock()
-		if closed {
-			return
+		var err error
+		out, err = s.Recv(ctx, out)
+		if err == io.EOF {
+			return out, nil
 		}
-		<-s.wake
+		if err != nil {
+			return out, err
+		}
 	}
+}
+
+// Events is the stream as a channel, for readers that select over it
+// (tests, tools). A goroutine forwards the events until the final one;
+// once ctx ends it drops them instead (the loop ends a cancelled request
+// at its next step, so the goroutine ends soon after). It is the slow
+// path that Recv avoids.
+func (s *Stream) Events(ctx context.Context) <-chan Event {
+	out := make(chan Event, 8)
+	go func() {
+		defer close(out)
+		var buf []Event
+		for {
+			var err error
+			buf, err = s.Recv(context.Background(), buf[:0])
+			for _, ev := range buf {
+				if ctx.Err() != nil {
+					break
+				}
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
 }

@@ -24,6 +24,10 @@ var (
 	// Llama1B is shaped like Llama 3.2 1B with a Llama-2-sized vocabulary:
 	// about 1.1 billion parameters, 0.6 GB in Q4_0, 2.2 GB in F16.
 	Llama1B = Shape{Vocab: 32000, Embd: 2048, Layers: 16, Heads: 32, HeadsKV: 8, FF: 8192, Context: 4096}
+	// Smol135M is shaped like SmolLM2-135M (a 49,152-token vocabulary,
+	// 30 thin layers): about 0.16 billion parameters with untied output
+	// weights, 0.17 GB in Q8_0. Its vocabulary makes sampling cost show.
+	Smol135M = Shape{Vocab: 49152, Embd: 576, Layers: 30, Heads: 9, HeadsKV: 3, FF: 1536, Context: 8192}
 	// Small has about 5 million parameters (3 MB in Q4_0).
 	Small = Shape{Vocab: 4096, Embd: 256, Layers: 4, Heads: 8, HeadsKV: 4, FF: 768, Context: 2048}
 	// Tiny has about 0.2 million parameters, for fast tests.

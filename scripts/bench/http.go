@@ -3,146 +3,348 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
 	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/server"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
-// benchServer is a real Tadpole server on a loopback port serving the
-// bench model as "bench".
-type benchServer struct {
-	srv    *server.Server
-	client *ollama.Client
-	url    string
-	dir    string
-	// temperature and noStream choose how the HTTP column asks: sampled
-	// at a temperature (seeded) or greedy, streamed as SSE or one answer.
-	temperature float64
-	noStream    bool
+// httpServer is a server measured over HTTP: a Tadpole child process
+// (bin/tadpole serve), a llama-server child process, or any
+// OpenAI-compatible server already running at url.
+type httpServer struct {
+	name string
+	url  string
+	cmd  *exec.Cmd
+	dir  string
+	// metrics: the server exports tadpole_step_seconds (Tadpole), read
+	// before and after each case for the per-phase breakdown.
+	metrics bool
 }
 
-func startServer(modelPath string, parallel, nctx, threads int) *benchServer {
-	dir, err := os.MkdirTemp("", "tadpole-bench")
-	if err != nil {
-		log.Fatal(err)
-	}
-	abs, _ := filepath.Abs(modelPath)
-	if err := os.Symlink(abs, filepath.Join(dir, "bench.gguf")); err != nil {
-		log.Fatal(err)
-	}
-	srv := server.New(server.Config{ModelsDir: dir, Sched: sched.Config{
-		Parallel: parallel, NumCtx: nctx, Threads: threads, KeepAlive: -1, FlashAttn: engine.FlashAttentionOn,
-	}})
+// serverConfig is what both servers are started with, so that they are
+// measured on the same model, threads, slots and context.
+type serverConfig struct {
+	model    string
+	threads  int
+	parallel int
+	ctx      int // per slot
+	extra    []string
+}
+
+func freePort() int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
 	}
-	go srv.Serve(ln)
-	u, _ := url.Parse("http://" + ln.Addr().String())
-	b := &benchServer{srv: srv, client: ollama.NewClient(u, http.DefaultClient), url: u.String(), dir: dir}
-	// Load the model before measuring, through the same endpoint and
-	// options (the instance key) the measurement uses.
-	resp, err := http.Post(b.url+"/v1/completions", "application/json", strings.NewReader(`{"model":"bench","prompt":"a","max_tokens":1}`))
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startTadpole runs `tadpole serve` on a loopback port with the model as
+// "bench" in a scratch models directory.
+func startTadpole(bin string, c serverConfig) *httpServer {
+	dir, err := os.MkdirTemp("", "tadpole-bench")
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		log.Fatalf("warm-up: %s", resp.Status)
+	abs, _ := filepath.Abs(c.model)
+	models := filepath.Join(dir, "models") // the job store goes to dir/data
+	if err := os.Mkdir(models, 0o755); err != nil {
+		log.Fatal(err)
 	}
-	return b
+	if err := os.Symlink(abs, filepath.Join(models, "bench.gguf")); err != nil {
+		log.Fatal(err)
+	}
+	port := freePort()
+	args := append([]string{"serve", "--host", fmt.Sprintf("127.0.0.1:%d", port), "--models", models,
+		"--parallel", fmt.Sprint(c.parallel), "--threads", fmt.Sprint(c.threads),
+		"--context-length", fmt.Sprint(c.ctx), "--keep-alive", "-1", "--log-level", "warn"}, c.extra...)
+	s := &httpServer{name: "tadpole", url: fmt.Sprintf("http://127.0.0.1:%d", port), dir: dir, metrics: true}
+	s.start(bin, args, nil)
+	return s
 }
 
-// decode runs streams concurrent streaming requests of n tokens each
-// through OpenAI's /v1/completions (token-array prompts, greedy, the
-// end-of-generation tokens banned with logit_bias like the raw loop) and
-// returns generated tokens per second of wall time.
-func (b *benchServer) decode(m *engine.Model, streams, n int) (float64, int) {
+// startLlamaServer runs llama.cpp's server the way the comparison needs
+// it: same model, threads and slots, each slot with the same context. A
+// release-style build (Ollama's lib/ollama) finds its ggml libraries
+// beside the binary.
+func startLlamaServer(bin string, c serverConfig) *httpServer {
+	port := freePort()
+	args := append([]string{"-m", c.model, "--host", "127.0.0.1", "--port", fmt.Sprint(port),
+		"-t", fmt.Sprint(c.threads), "-np", fmt.Sprint(c.parallel), "-c", fmt.Sprint(c.ctx * c.parallel)}, c.extra...)
+	env := []string{"LD_LIBRARY_PATH=" + filepath.Dir(bin) + ":" + os.Getenv("LD_LIBRARY_PATH")}
+	s := &httpServer{name: "llama-server", url: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	s.start(bin, args, env)
+	return s
+}
+
+func (s *httpServer) start(bin string, args, env []string) {
+	s.cmd = exec.Command(bin, args...)
+	s.cmd.Env = append(os.Environ(), env...)
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the bench
+	running = append(running, s)
+	logf, err := os.CreateTemp("", "bench-"+s.name+"-*.log")
+	if err != nil {
+		log.Fatal(err)
+	}
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	if err := s.cmd.Start(); err != nil {
+		fatal("start %s: %v", bin, err)
+	}
+	fmt.Fprintf(os.Stderr, "%s: %s %s (log %s)\n", s.name, bin, strings.Join(args, " "), logf.Name())
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := s.complete(map[string]any{"prompt": "a", "max_tokens": 1}); err == nil {
+			return
+		}
+		if time.Now().After(deadline) || s.cmd.ProcessState != nil {
+			fatal("%s did not answer within 2 minutes (see %s)", s.name, logf.Name())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// running are the servers started, stopped by fatal.
+var running []*httpServer
+
+// fatal stops the servers and exits with a message.
+func fatal(format string, args ...any) {
+	for _, s := range running {
+		s.close()
+	}
+	log.Fatalf(format, args...)
+}
+
+func (s *httpServer) close() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { s.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			s.cmd.Process.Kill()
+			<-done
+		}
+	}
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+}
+
+// complete sends one /v1/completions request (model "bench") and reads
+// the whole answer: the generated token count (usage), the time to the
+// first streamed text and the total time.
+type result struct {
+	tokens int
+	ttft   time.Duration
+	total  time.Duration
+}
+
+func (s *httpServer) complete(body map[string]any) (result, error) {
+	body["model"] = "bench"
+	b, _ := json.Marshal(body)
+	t0 := time.Now()
+	resp, err := http.Post(s.url+"/v1/completions", "application/json", bytes.NewReader(b))
+	if err != nil {
+		return result{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
+		return result{}, fmt.Errorf("%s: %s", resp.Status, msg)
+	}
+	var r result
+	if stream, _ := body["stream"].(bool); !stream {
+		var answer struct {
+			Usage struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+			return result{}, err
+		}
+		r.total = time.Since(t0)
+		r.ttft = r.total
+		r.tokens = answer.Usage.CompletionTokens
+		return r, nil
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || line == "[DONE]" {
+			continue
+		}
+		var chunk struct {
+			Choices []struct {
+				Text string `json:"text"`
+			} `json:"choices"`
+			Usage *struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(line), &chunk); err != nil {
+			return result{}, fmt.Errorf("bad SSE event %q: %v", line, err)
+		}
+		if r.ttft == 0 && len(chunk.Choices) > 0 && chunk.Choices[0].Text != "" {
+			r.ttft = time.Since(t0)
+		}
+		if chunk.Usage != nil {
+			r.tokens = chunk.Usage.CompletionTokens
+		}
+	}
+	r.total = time.Since(t0)
+	return r, sc.Err()
+}
+
+// httpCase is one row of the HTTP table.
+type httpCase struct {
+	streams     int
+	stream      bool
+	temperature float64
+}
+
+func (c httpCase) String() string {
+	how := "not streamed"
+	if c.stream {
+		how = "streamed"
+	}
+	t := "greedy"
+	if c.temperature > 0 {
+		t = fmt.Sprintf("temperature %g", c.temperature)
+	}
+	return fmt.Sprintf("%s, %s, %d stream(s)", t, how, c.streams)
+}
+
+// run measures one case: streams concurrent requests of n tokens each
+// (token-array prompts that differ per stream, end-of-generation banned
+// with logit_bias so that every request generates n tokens), reps times.
+// It returns the best aggregate rate (generated tokens per second of wall
+// time) and the tokens of that repetition.
+func (s *httpServer) run(c httpCase, m *engine.Model, n, reps int) (float64, int) {
 	bias := map[string]float64{}
 	for t := range benchSampling.LogitBias {
 		bias[fmt.Sprint(t)] = -100
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	total := 0
-	t0 := time.Now()
-	for s := 0; s < streams; s++ {
-		body, _ := json.Marshal(map[string]any{
-			"model": "bench", "prompt": streamPrompt(m, s), "max_tokens": n, "temperature": b.temperature, "seed": 42 + s,
-			"logit_bias": bias, "stream": !b.noStream, "stream_options": map[string]any{"include_usage": true},
-		})
-		if b.noStream {
-			body, _ = json.Marshal(map[string]any{
-				"model": "bench", "prompt": streamPrompt(m, s), "max_tokens": n, "temperature": b.temperature, "seed": 42 + s,
-				"logit_bias": bias,
-			})
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, err := http.Post(b.url+"/v1/completions", "application/json", bytes.NewReader(body))
-			if err != nil {
-				log.Fatal(err)
+	best, bestN := 0.0, 0
+	for rep := 0; rep < reps; rep++ {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		total := 0
+		t0 := time.Now()
+		for i := 0; i < c.streams; i++ {
+			body := map[string]any{
+				"prompt": streamPrompt(m, i), "max_tokens": n, "temperature": c.temperature, "seed": 42 + i,
+				"logit_bias": bias, "stream": c.stream,
 			}
-			defer resp.Body.Close()
-			if b.noStream {
-				var answer struct {
-					Usage struct {
-						CompletionTokens int `json:"completion_tokens"`
-					} `json:"usage"`
-				}
-				if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
-					log.Fatal(err)
+			if c.stream {
+				body["stream_options"] = map[string]any{"include_usage": true}
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := s.complete(body)
+				if err != nil {
+					fatal("%s: %s: %v", s.name, c, err)
 				}
 				mu.Lock()
-				total += answer.Usage.CompletionTokens
+				total += r.tokens
 				mu.Unlock()
-				return
-			}
-			sc := bufio.NewScanner(resp.Body)
-			for sc.Scan() {
-				var chunk struct {
-					Usage *struct {
-						CompletionTokens int `json:"completion_tokens"`
-					} `json:"usage"`
-				}
-				line, ok := strings.CutPrefix(sc.Text(), "data: ")
-				if !ok || line == "[DONE]" {
-					continue
-				}
-				if json.Unmarshal([]byte(line), &chunk) == nil && chunk.Usage != nil {
-					mu.Lock()
-					total += chunk.Usage.CompletionTokens
-					mu.Unlock()
-				}
-			}
-		}()
+			}()
+		}
+		wg.Wait()
+		if rate := float64(total) / time.Since(t0).Seconds(); rate > best {
+			best, bestN = rate, total
+		}
 	}
-	wg.Wait()
-	return float64(total) / time.Since(t0).Seconds(), total
+	return best, bestN
 }
 
-func (b *benchServer) close() {
-	if b.srv == nil {
-		return
+// ttft is the median time to the first streamed token of a fresh prompt
+// of promptLen tokens (a different prompt each time, so no cache helps).
+func (s *httpServer) ttft(m *engine.Model, promptLen, reps int, salt int) time.Duration {
+	var ds []time.Duration
+	for rep := 0; rep < reps; rep++ {
+		p := promptTokens(m, promptLen)
+		// Vary the second token: no slot shares more than BOS with it.
+		p[1] = engine.Token(1000 + salt*reps + rep)
+		r, err := s.complete(map[string]any{"prompt": p, "max_tokens": 4, "temperature": 0, "stream": true})
+		if err != nil {
+			fatal("%s: ttft: %v", s.name, err)
+		}
+		ds = append(ds, r.ttft)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	b.srv.Shutdown(ctx)
-	os.RemoveAll(b.dir)
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2]
+}
+
+// phases reads Tadpole's tadpole_step_seconds sums and counts from
+// /metrics.
+func (s *httpServer) phases() map[string][2]float64 {
+	if !s.metrics {
+		return nil
+	}
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	out := map[string][2]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		var which int
+		switch {
+		case strings.HasPrefix(line, "tadpole_step_seconds_sum{"):
+			which = 0
+		case strings.HasPrefix(line, "tadpole_step_seconds_count{"):
+			which = 1
+		default:
+			continue
+		}
+		_, rest, _ := strings.Cut(line, `phase="`)
+		phase, rest, _ := strings.Cut(rest, `"`)
+		_, val, _ := strings.Cut(rest, "} ")
+		var v float64
+		fmt.Sscan(val, &v)
+		e := out[phase]
+		e[which] = v
+		out[phase] = e
+	}
+	return out
+}
+
+// phaseOrder is how the breakdown is printed: per step, then per token.
+var phaseOrder = []string{"step", "batch", "decode", "prefill", "sample", "detokenize", "handoff", "deliver"}
+
+// breakdown formats the mean time of each phase between two readings.
+func breakdown(before, after map[string][2]float64) string {
+	if before == nil || after == nil {
+		return ""
+	}
+	var parts []string
+	for _, p := range phaseOrder {
+		sum := after[p][0] - before[p][0]
+		n := after[p][1] - before[p][1]
+		if n == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f µs×%.0f", p, sum/n*1e6, n))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,23 +1,33 @@
-// Command bench measures Tadpole's generation speed without HTTP: the raw
-// engine loop (prompt evaluation, then greedy decoding of 1, 4 and 8
-// sequences in one batch per step) and the continuous-batching runner at
-// the same numbers of concurrent streams, so the runner's overhead over
-// the engine shows as a ratio.
+// Command bench measures Tadpole's generation speed: the raw engine loop
+// (prompt evaluation, then decoding of 1, 8 and 16 sequences in one batch
+// per step), the continuous-batching runner at the same numbers of
+// concurrent streams, and — with -http, -url or -llama-server — real
+// servers over HTTP, the way users call them: OpenAI's /v1/completions,
+// streamed and not, greedy and at temperature 0.8, plus the time to the
+// first token of a fresh 512-token prompt. Tadpole runs as a child process
+// (bin/tadpole serve); a peer (llama-server) is started with the same
+// model, threads, slots and context, or measured at -url. Cases alternate
+// between the two servers so that drift on a shared machine hits both,
+// and every row prints its ratios. For Tadpole each case also prints where
+// the time went (tadpole_step_seconds from its /metrics).
 //
-//	go run ./scripts/bench [-n 64] [-streams 1,4,8] [MODEL]
+//	go run ./scripts/bench [-n 128] [-streams 1,8,16] [-http] [-llama-server PATH | -url URL] [MODEL]
 //
-// MODEL is a GGUF path, "stories" (the bundled stories260K, default) or
-// "llama1b" (a random-weight 1B Llama in Q4_0 written to a temp dir).
+// MODEL is a GGUF path, "stories" (the bundled stories260K, default),
+// "llama1b" (a random-weight 1B Llama in Q4_0 written to a temp dir) or
+// "smol135m" (a random-weight SmolLM2-135M-shaped model in Q8_0).
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"log/slog"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,31 +41,38 @@ import (
 )
 
 func main() {
-	n := flag.Int("n", 64, "tokens to generate per stream")
-	streamsFlag := flag.String("streams", "1,4,8", "concurrent streams to measure")
-	promptLen := flag.Int("prompt", 128, "prompt tokens for the prompt-eval measurement")
+	n := flag.Int("n", 128, "tokens to generate per stream")
+	streamsFlag := flag.String("streams", "1,8,16", "concurrent streams to measure")
+	promptLen := flag.Int("prompt", 512, "prompt tokens for prompt evaluation and the time to first token")
 	threads := flag.Int("threads", 0, "threads (0: all CPUs)")
+	parallel := flag.Int("parallel", 8, "slots of each server (--parallel, llama-server -np)")
+	slotCtx := flag.Int("ctx", 2048, "context per slot in tokens (both servers)")
 	backends := flag.String("backends", "", "directory of GPU backend libraries to load (lib/tadpole)")
 	gpuLayers := flag.Int("gpu-layers", 0, "layers to offload to the GPU (-1: all)")
-	httpBench := flag.Bool("http", false, "also measure through a real Tadpole server over HTTP (OpenAI completions, SSE)")
-	temperature := flag.Float64("temperature", 0, "the HTTP column's temperature (0: greedy; requests are seeded)")
-	noStream := flag.Bool("no-stream", false, "the HTTP column asks for whole answers instead of SSE streams")
-	peerURL := flag.String("url", "", "measure the HTTP column against another OpenAI-compatible server at this base URL instead (e.g. llama-server)")
+	httpBench := flag.Bool("http", false, "measure Tadpole over HTTP (bin/tadpole serve as a child process)")
+	tadpoleBin := flag.String("tadpole", "bin/tadpole", "the tadpole binary -http runs")
+	tadpoleArgs := flag.String("tadpole-args", "", "extra flags for tadpole serve (space-separated)")
+	peerURL := flag.String("url", "", "also measure another OpenAI-compatible server already running at this base URL (e.g. llama-server)")
+	llamaServer := flag.String("llama-server", "", "also measure this llama-server binary, started with the same model, threads, slots and context")
+	llamaArgs := flag.String("llama-server-args", "", "extra flags for llama-server (space-separated)")
+	llamaBench := flag.String("llama-bench", "", "llama-bench binary: print its prompt-processing speed beside the raw engine's")
+	temps := flag.String("temperatures", "0,0.8", "temperatures of the HTTP cases (0: greedy; requests are seeded)")
+	modes := flag.String("modes", "stream,whole", "HTTP cases: stream (SSE), whole (one answer), or both")
+	reps := flag.Int("reps", 3, "repetitions per HTTP case (the best is kept)")
+	skipRaw := flag.Bool("skip-raw", false, "skip the raw engine and runner measurements")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	log.SetOutput(os.Stderr) // slog.SetDefault routed log through the Warn handler, which drops log.Fatal's Info lines
 	engine.Init(*backends)
 	path := modelPath(flag.Arg(0))
-	var streams []int
-	for _, s := range strings.Split(*streamsFlag, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || v < 1 {
-			log.Fatalf("bad -streams %q", *streamsFlag)
-		}
-		streams = append(streams, v)
-	}
+	streams := intList(*streamsFlag, "-streams")
 	maxStreams := 1
 	for _, s := range streams {
 		maxStreams = max(maxStreams, s)
+	}
+	nthreads := *threads
+	if nthreads <= 0 {
+		nthreads = engine.DefaultThreads()
 	}
 
 	m, err := engine.LoadModel(path, engine.ModelParams{GPULayers: *gpuLayers})
@@ -63,62 +80,195 @@ func main() {
 		log.Fatal(err)
 	}
 	defer m.Close()
-	fmt.Printf("model:      %s (%s, %s, %d params)\n", filepath.Base(path), m.Meta.Architecture, m.Meta.FileType, m.Meta.ParameterSize)
+	fmt.Printf("model:      %s (%s, %s, %d params, %d-token vocabulary)\n", filepath.Base(path), m.Meta.Architecture, m.Meta.FileType, m.Meta.ParameterSize, m.VocabSize())
 	fmt.Printf("cpu flags:  %s\n", engine.BuildFlags)
 	fmt.Printf("system:     %s\n", engine.SystemInfo())
-	fmt.Printf("threads:    %d, tokens/stream: %d, flash attention on, unified KV, gpu layers %d\n", max(*threads, engine.DefaultThreads()), *n, *gpuLayers)
+	fmt.Printf("threads:    %d, tokens/stream: %d, flash attention on, unified KV, gpu layers %d\n", nthreads, *n, *gpuLayers)
 	for _, d := range engine.Devices() {
 		fmt.Printf("device:     %s (%s), %d MiB free\n", d.Name, d.Description, d.FreeBytes>>20)
 	}
 	fmt.Println()
 
-	// Greedy, with end-of-generation tokens banned so that every stream
-	// generates exactly n tokens (random-weight models end early).
-	benchSampling.LogitBias = map[engine.Token]float32{}
+	// End-of-generation tokens banned so that every stream generates
+	// exactly n tokens (random-weight models end early).
+	ban := map[engine.Token]float32{}
 	for t := 0; t < m.VocabSize(); t++ {
 		if m.IsEOG(engine.Token(t)) {
-			benchSampling.LogitBias[engine.Token(t)] = float32(math.Inf(-1))
+			ban[engine.Token(t)] = float32(math.Inf(-1))
 		}
 	}
+	benchSampling.LogitBias = ban
+	// What a server samples with at temperature 0.8 and Ollama's other
+	// defaults (top_k 40, top_p 0.9, repeat_penalty 1.1 over 64 tokens).
+	sampled := engine.SamplerParams{Seed: 42, Temperature: 0.8, TopK: 40, TopP: 0.9, RepeatLastN: 64, RepeatPenalty: 1.1, LogitBias: ban}
 	nctx := *n + *promptLen + 16
-	pp := rawPrompt(m, *promptLen, *threads)
-	fmt.Printf("raw engine prompt eval (%d tokens): %.1f tok/s\n\n", *promptLen, pp)
-	fmt.Printf("decode: generated tokens per second of wall time, prompts included\n\n")
-	var srv *benchServer
-	switch {
-	case *peerURL != "":
-		srv = &benchServer{url: strings.TrimSuffix(*peerURL, "/")}
-	case *httpBench:
-		srv = startServer(path, maxStreams, nctx, *threads)
-		defer srv.close()
-	}
-	fmt.Printf("| streams | raw engine tok/s | runner tok/s | runner/raw | tokens raw/runner |")
-	if srv != nil {
-		srv.temperature, srv.noStream = *temperature, *noStream
-		fmt.Printf(" HTTP tok/s | HTTP/raw | HTTP tokens |")
-	}
-	fmt.Printf("\n|---|---|---|---|---|")
-	if srv != nil {
-		fmt.Printf("---|---|---|")
-	}
-	fmt.Println()
-	for _, s := range streams {
-		raw, rawN := rawDecode(m, s, *n, nctx, *threads)
-		run, runN := runnerDecode(m, s, maxStreams, *n, nctx, *threads)
-		fmt.Printf("| %d | %.1f | %.1f | %.3f | %d/%d |", s, raw, run, run/raw, rawN, runN)
-		if srv != nil {
-			h, hN := srv.decode(m, s, *n)
-			fmt.Printf(" %.1f | %.3f | %d |", h, h/raw, hN)
+	raw := map[string]float64{}
+	if !*skipRaw {
+		pp := rawPrompt(m, *promptLen, *threads)
+		fmt.Printf("raw engine prompt eval (%d tokens): %.1f tok/s", *promptLen, pp)
+		if *llamaBench != "" {
+			if lb := runLlamaBench(*llamaBench, path, *promptLen, nthreads); lb > 0 {
+				fmt.Printf("; llama-bench pp%d: %.1f tok/s; ratio %.3f", *promptLen, lb, pp/lb)
+			}
+		}
+		fmt.Printf("\n\ndecode: generated tokens per second of wall time, prompts included\n\n")
+		fmt.Println("| streams | raw greedy tok/s | runner greedy tok/s | runner/raw | raw temp 0.8 tok/s | runner temp 0.8 tok/s | runner/raw |")
+		fmt.Println("|---|---|---|---|---|---|---|")
+		for _, s := range streams {
+			rg, _ := rawDecode(m, s, *n, nctx, *threads, benchSampling)
+			ug, _ := runnerDecode(m, s, maxStreams, *n, nctx, *threads, benchSampling)
+			rs, _ := rawDecode(m, s, *n, nctx, *threads, sampled)
+			us, _ := runnerDecode(m, s, maxStreams, *n, nctx, *threads, sampled)
+			raw[fmt.Sprint(s, 0.0)], raw[fmt.Sprint(s, 0.8)] = rg, rs
+			fmt.Printf("| %d | %.1f | %.1f | %.3f | %.1f | %.1f | %.3f |\n", s, rg, ug, ug/rg, rs, us, us/rs)
 		}
 		fmt.Println()
 	}
-	if srv != nil {
-		how := "streamed as SSE"
-		if *noStream {
-			how = "not streamed"
-		}
-		fmt.Printf("\nHTTP: a real server on loopback, OpenAI's /v1/completions %s, same prompts, temperature %g (seeded), end-of-generation banned with logit_bias.\n", how, *temperature)
+	if !*httpBench && *peerURL == "" && *llamaServer == "" {
+		return
 	}
+	m.Close() // the servers load their own copy
+	cfg := serverConfig{model: path, threads: nthreads, parallel: max(*parallel, maxStreams), ctx: *slotCtx}
+	var servers []*httpServer
+	if *httpBench {
+		c := cfg
+		c.extra = strings.Fields(*tadpoleArgs)
+		servers = append(servers, startTadpole(*tadpoleBin, c))
+	}
+	switch {
+	case *llamaServer != "":
+		c := cfg
+		c.extra = strings.Fields(*llamaArgs)
+		servers = append(servers, startLlamaServer(*llamaServer, c))
+	case *peerURL != "":
+		servers = append(servers, &httpServer{name: "peer", url: strings.TrimSuffix(*peerURL, "/")})
+	}
+	defer func() {
+		for _, s := range servers {
+			s.close()
+		}
+	}()
+	vm, err := engine.LoadModel(path, engine.ModelParams{VocabOnly: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer vm.Close()
+	httpTable(servers, vm, streams, *n, *reps, *promptLen, floatList(*temps), strings.Split(*modes, ","), raw)
+}
+
+// httpTable measures every case on every server, alternating servers
+// within each case, and prints one row per case with the ratios.
+func httpTable(servers []*httpServer, m *engine.Model, streams []int, n, reps, promptLen int, temps []float64, modes []string, raw map[string]float64) {
+	fmt.Printf("HTTP: OpenAI /v1/completions on loopback, %d tokens per request, best of %d; tok/s = tokens generated by all streams per second of wall time, measured by the client\n\n", n, reps)
+	head := "| case |"
+	sep := "|---|"
+	for _, s := range servers {
+		head += " " + s.name + " tok/s |"
+		sep += "---|"
+	}
+	if len(servers) == 2 {
+		head += fmt.Sprintf(" %s/%s |", servers[0].name, servers[1].name)
+		sep += "---|"
+	}
+	if len(raw) > 0 {
+		head += " " + servers[0].name + "/raw engine |"
+		sep += "---|"
+	}
+	fmt.Println(head)
+	fmt.Println(sep)
+	var notes []string
+	for _, mode := range modes {
+		for _, temp := range temps {
+			for _, st := range streams {
+				c := httpCase{streams: st, stream: strings.TrimSpace(mode) == "stream", temperature: temp}
+				row := "| " + c.String() + " |"
+				var rates []float64
+				for _, s := range servers {
+					before := s.phases()
+					rate, _ := s.run(c, m, n, reps)
+					if b := breakdown(before, s.phases()); b != "" {
+						notes = append(notes, fmt.Sprintf("%s, %s: %s", s.name, c, b))
+					}
+					rates = append(rates, rate)
+					row += fmt.Sprintf(" %.1f |", rate)
+				}
+				if len(servers) == 2 {
+					row += fmt.Sprintf(" **%.3f** |", rates[0]/rates[1])
+				}
+				if r := raw[fmt.Sprint(st, temp)]; r > 0 {
+					row += fmt.Sprintf(" %.3f |", rates[0]/r)
+				} else if len(raw) > 0 {
+					row += " – |"
+				}
+				fmt.Println(row)
+			}
+		}
+	}
+	row := fmt.Sprintf("| first token after a fresh %d-token prompt (median of 5, s) |", promptLen)
+	var ds []time.Duration
+	for i, s := range servers {
+		d := s.ttft(m, promptLen, 5, i)
+		ds = append(ds, d)
+		row += fmt.Sprintf(" %.3f |", d.Seconds())
+	}
+	if len(servers) == 2 {
+		row += fmt.Sprintf(" **%.3f** (speed) |", ds[1].Seconds()/ds[0].Seconds())
+	}
+	if len(raw) > 0 {
+		row += " – |"
+	}
+	fmt.Println(row)
+	if len(notes) > 0 {
+		fmt.Println("\nWhere Tadpole's time went (mean per step for step/batch/decode/prefill, per token for sample/detokenize/handoff, per event for deliver; ×count):")
+		for _, n := range notes {
+			fmt.Println("  " + n)
+		}
+	}
+}
+
+// runLlamaBench runs llama-bench for prompt processing and returns its
+// tokens per second (0 on failure, which is printed).
+func runLlamaBench(bin, model string, promptLen, threads int) float64 {
+	cmd := exec.Command(bin, "-m", model, "-t", fmt.Sprint(threads), "-p", fmt.Sprint(promptLen), "-n", "0", "-o", "json")
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+filepath.Dir(bin)+":"+os.Getenv("LD_LIBRARY_PATH"))
+	out, err := cmd.Output()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "llama-bench: %v\n", err)
+		return 0
+	}
+	var rows []struct {
+		NPrompt int     `json:"n_prompt"`
+		AvgTS   float64 `json:"avg_ts"`
+	}
+	if err := json.Unmarshal(out, &rows); err != nil || len(rows) == 0 {
+		fmt.Fprintf(os.Stderr, "llama-bench: unexpected output: %v\n", err)
+		return 0
+	}
+	return rows[0].AvgTS
+}
+
+func intList(s, flagName string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			log.Fatalf("bad %s %q", flagName, s)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func floatList(s string) []float64 {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v < 0 {
+			log.Fatalf("bad -temperatures %q", s)
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 var benchSampling engine.SamplerParams
@@ -132,6 +282,15 @@ func modelPath(arg string) string {
 		if _, err := os.Stat(p); err != nil {
 			fmt.Fprintf(os.Stderr, "writing a random-weight 1B Llama (Q4_0) to %s …\n", p)
 			if err := testmodels.WriteRandomLlama(p, testmodels.Llama1B, gguf.Q4_0, 1); err != nil {
+				log.Fatal(err)
+			}
+		}
+		return p
+	case "smol135m":
+		p := filepath.Join(os.TempDir(), "tadpole-bench-smol135m-q8_0.gguf")
+		if _, err := os.Stat(p); err != nil {
+			fmt.Fprintf(os.Stderr, "writing a random-weight SmolLM2-135M-shaped model (Q8_0) to %s …\n", p)
+			if err := testmodels.WriteRandomLlama(p, testmodels.Smol135M, gguf.Q8_0, 1); err != nil {
 				log.Fatal(err)
 			}
 		}
@@ -189,7 +348,7 @@ func rawPrompt(m *engine.Model, n, threads int) float64 {
 // against: all prompts in one llama_decode, then one decode per step with
 // the next token of every sequence that has not ended (EOG or n tokens).
 // It returns generated tokens per second of wall time, prompt included.
-func rawDecode(m *engine.Model, seqs, n, nctx, threads int) (float64, int) {
+func rawDecode(m *engine.Model, seqs, n, nctx, threads int, sp engine.SamplerParams) (float64, int) {
 	ctx := newCtx(m, seqs, nctx, threads)
 	defer ctx.Close()
 	b, err := engine.NewBatch(512)
@@ -202,7 +361,9 @@ func rawDecode(m *engine.Model, seqs, n, nctx, threads int) (float64, int) {
 	pos := make([]int, seqs)
 	t0 := time.Now()
 	for s := range samplers {
-		samplers[s], _ = m.NewSampler(benchSampling)
+		sp := sp
+		sp.Seed += int64(s)
+		samplers[s], _ = m.NewSampler(sp)
 		defer samplers[s].Close()
 		p := streamPrompt(m, s)
 		for i, t := range p {
@@ -221,7 +382,10 @@ func rawDecode(m *engine.Model, seqs, n, nctx, threads int) (float64, int) {
 			if idx[s] < 0 {
 				continue
 			}
-			t := samplers[s].Sample(ctx, idx[s])
+			t, err := samplers[s].Sample(ctx, idx[s])
+			if err != nil {
+				log.Fatal(err)
+			}
 			if m.IsEOG(t) {
 				idx[s] = -1
 				continue
@@ -256,7 +420,7 @@ func streamPrompt(m *engine.Model, s int) []engine.Token {
 // runnerDecode is the same work through the runner: streams concurrent
 // requests, generated tokens per second of wall time from submitting them
 // to the last final event.
-func runnerDecode(m *engine.Model, streams, slots, n, nctx, threads int) (float64, int) {
+func runnerDecode(m *engine.Model, streams, slots, n, nctx, threads int, sp engine.SamplerParams) (float64, int) {
 	r, err := runner.New(m, runner.Config{Parallel: slots, NumCtx: nctx, Threads: threads, FlashAttn: engine.FlashAttentionOn})
 	if err != nil {
 		log.Fatal(err)
@@ -267,14 +431,20 @@ func runnerDecode(m *engine.Model, streams, slots, n, nctx, threads int) (float6
 	total := 0
 	t0 := time.Now()
 	for s := 0; s < streams; s++ {
-		events, err := r.Generate(context.Background(), runner.Request{Prompt: streamPrompt(m, s), NumPredict: n, Sampling: benchSampling})
+		sp := sp
+		sp.Seed += int64(s)
+		stream, err := r.Generate(context.Background(), runner.Request{Prompt: streamPrompt(m, s), NumPredict: n, Sampling: sp})
 		if err != nil {
 			log.Fatal(err)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ev := range events {
+			evs, err := stream.Collect(context.Background())
+			if err != nil {
+				log.Fatal(err)
+			}
+			for _, ev := range evs {
 				if ev.Done {
 					if ev.Err != nil {
 						log.Fatal(ev.Err)

@@ -21,7 +21,7 @@ import (
 )
 
 func main() {
-	kind := flag.String("kind", "bigram", "model: bigram, llama1b, small or tiny")
+	kind := flag.String("kind", "bigram", "model: bigram, llama1b, smol135m, small or tiny")
 	typ := flag.String("type", "q4_0", "weight type of the random models: f32, f16, q8_0 or q4_0")
 	seed := flag.Int64("seed", 1, "seed of the random models")
 	out := flag.String("o", "", "output file (required)")
@@ -42,9 +42,9 @@ func run(kind, typ string, seed int64, out string) error {
 	switch strings.ToLower(kind) {
 	case "bigram":
 		err = testmodels.WriteBigram(out)
-	case "llama1b", "small", "tiny":
+	case "llama1b", "smol135m", "small", "tiny":
 		shape := map[string]testmodels.Shape{
-			"llama1b": testmodels.Llama1B, "small": testmodels.Small, "tiny": testmodels.Tiny,
+			"llama1b": testmodels.Llama1B, "smol135m": testmodels.Smol135M, "small": testmodels.Small, "tiny": testmodels.Tiny,
 		}[strings.ToLower(kind)]
 		var t gguf.TensorType
 		switch strings.ToLower(typ) {
@@ -61,7 +61,7 @@ func run(kind, typ string, seed int64, out string) error {
 		}
 		err = testmodels.WriteRandomLlama(out, shape, t, seed)
 	default:
-		return fmt.Errorf("unknown -kind %q (bigram, llama1b, small, tiny)", kind)
+		return fmt.Errorf("unknown -kind %q (bigram, llama1b, smol135m, small, tiny)", kind)
 	}
 	if err != nil {
 		return err

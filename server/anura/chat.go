@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -174,22 +175,32 @@ wait:
 	if send("", processing{Status: "processing", State: 1}) != nil {
 		return nil
 	}
-	for ev := range s.Events {
-		var err error
-		d := s.Split(ev)
-		switch {
-		case ev.Done && ev.Err != nil:
-			return fatal(ev.Err)
-		case ev.Done:
-			err = send("delta", lastEvent(s, ev, d))
-		case d.Content != "" || d.Thinking != "":
-			err = send("delta", chatEvent{Model: req.Model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking}})
+	var buf []runner.Event
+	for {
+		var rerr error
+		buf, rerr = s.Recv(buf[:0])
+		for _, ev := range buf {
+			var err error
+			d := s.Split(ev)
+			switch {
+			case ev.Done && ev.Err != nil:
+				return fatal(ev.Err)
+			case ev.Done:
+				err = send("delta", lastEvent(s, ev, d))
+			case d.Content != "" || d.Thinking != "":
+				err = send("delta", chatEvent{Model: req.Model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking}})
+			}
+			if err != nil {
+				return nil // the client went away; closing the stream stops the generation
+			}
 		}
-		if err != nil {
-			return nil // the client went away; closing the stream stops the generation
+		if rerr == io.EOF {
+			return end()
+		}
+		if rerr != nil {
+			return nil // the client went away
 		}
 	}
-	return end()
 }
 
 // lastEvent is the done event of a stream that ended with ev.

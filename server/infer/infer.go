@@ -108,6 +108,10 @@ type Request struct {
 	// Priority orders requests waiting for a slot (higher first); jobs
 	// run below interactive requests (0).
 	Priority int
+	// Notify, if set, is signalled whenever the generation's stream gets
+	// events: one reader waits on several generations with one channel
+	// (runner.Request.Notify).
+	Notify chan struct{}
 
 	// Tools are the functions a chat may call: OpenAI-shaped tool objects
 	// ({"type":"function","function":{"name","description","parameters"}}),
@@ -267,9 +271,10 @@ func entryOptions(entry models.Entry) (api.Options, error) {
 }
 
 // Start renders and tokenizes the request's prompt and queues it on the
-// instance's runner. The events end with a Done event; cancelling ctx ends
-// the generation before the next decode step.
-func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (<-chan runner.Event, error) {
+// instance's runner. The stream ends with a final (Done) event;
+// cancelling ctx ends the generation before the next decode step. Its
+// metrics and spans are recorded when it ends, read or not.
+func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*runner.Stream, error) {
 	if s.Sched.QueueFull() {
 		return nil, Errorf(Unavailable, "%v", sched.ErrQueueFull)
 	}
@@ -291,7 +296,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (<-chan
 	if o.RepeatLastN == -1 {
 		o.RepeatLastN = in.Window // Ollama: -1 looks back over the whole context
 	}
-	events, err := in.Runner.Generate(ctx, runner.Request{
+	stream, err := in.Runner.Generate(ctx, runner.Request{
 		Prompt:      tokens,
 		NumCtx:      in.Window,
 		Sampling:    samplerParams(o, grammar, req.LogitBias),
@@ -303,51 +308,36 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (<-chan
 		Logprobs:    req.Logprobs || req.TopLogprobs > 0,
 		TopLogprobs: req.TopLogprobs,
 		Priority:    req.Priority,
+		Notify:      req.Notify,
+		OnDone:      s.observer(ctx, in.Name, len(tokens)),
 	})
 	if err != nil {
 		return nil, Errorf(BadRequest, "%v", err)
 	}
-	return s.observe(ctx, in.Name, len(tokens), events), nil
+	return stream, nil
 }
 
-// observe passes a generation's events through, recording its metrics and
-// spans (generate, with queue, prefill and decode children) when it ends.
-func (s *Service) observe(ctx context.Context, model string, promptTokens int, events <-chan runner.Event) <-chan runner.Event {
+// observer starts a generation's span and returns what records its
+// metrics and spans (generate, with queue, prefill and decode children)
+// when it ends.
+func (s *Service) observer(ctx context.Context, model string, promptTokens int) func(runner.Event) {
 	start := time.Now()
 	ctx, span := s.Telemetry.Start(ctx, "generate", trace.WithAttributes(attribute.String("model", model), attribute.Int("prompt_tokens", promptTokens)))
-	out := make(chan runner.Event, 8)
-	go func() {
-		defer close(out)
-		gone := false
-		for ev := range events {
-			// A reader that went away (its request ended) stops reading:
-			// drop the rest rather than block, and still end the span.
-			if !gone {
-				select {
-				case out <- ev:
-				case <-ctx.Done():
-					gone = true
-				}
-			}
-			if !ev.Done {
-				continue
-			}
-			st := ev.Stats
-			s.Telemetry.Generation(ctx, model, ev)
-			usage.AddTokens(ctx, promptTokens, st.EvalCount)
-			child := func(name string, from time.Time, d time.Duration) {
-				_, c := s.Telemetry.Start(ctx, name, trace.WithTimestamp(from))
-				c.End(trace.WithTimestamp(from.Add(d)))
-			}
-			child("queue", start, st.QueueWait)
-			child("prefill", start.Add(st.QueueWait), st.PromptEvalDuration)
-			child("decode", start.Add(st.QueueWait+st.PromptEvalDuration), st.EvalDuration)
-			span.SetAttributes(attribute.Int("prompt_eval_count", st.PromptEvalCount), attribute.Int("eval_count", st.EvalCount),
-				attribute.String("done_reason", ev.DoneReason))
-			span.End()
+	return func(ev runner.Event) {
+		st := ev.Stats
+		s.Telemetry.Generation(ctx, model, ev)
+		usage.AddTokens(ctx, promptTokens, st.EvalCount)
+		child := func(name string, from time.Time, d time.Duration) {
+			_, c := s.Telemetry.Start(ctx, name, trace.WithTimestamp(from))
+			c.End(trace.WithTimestamp(from.Add(d)))
 		}
-	}()
-	return out
+		child("queue", start, st.QueueWait)
+		child("prefill", start.Add(st.QueueWait), st.PromptEvalDuration)
+		child("decode", start.Add(st.QueueWait+st.PromptEvalDuration), st.EvalDuration)
+		span.SetAttributes(attribute.Int("prompt_eval_count", st.PromptEvalCount), attribute.Int("eval_count", st.EvalCount),
+			attribute.String("done_reason", ev.DoneReason))
+		span.End()
+	}
 }
 
 // withModelDefaults fills what the request leaves empty from the model's

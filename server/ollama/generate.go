@@ -1,6 +1,7 @@
 package ollama
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -67,21 +68,36 @@ func metrics(ev runner.Event, start time.Time, load time.Duration) api.Metrics {
 }
 
 // streamNDJSON writes one JSON line per event (none where line returns
-// nil) and flushes it at once.
-func streamNDJSON(c echo.Context, events <-chan runner.Event, line func(runner.Event) any) error {
+// nil). The lines of all events queued since the last write go out in
+// one write and one flush: when the client (or this goroutine) is slower
+// than the model, tokens are coalesced instead of queuing up behind one
+// flush each.
+func streamNDJSON(c echo.Context, s *Stream, line func(runner.Event) any) error {
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
-	for ev := range events {
-		l := line(ev)
-		if l == nil {
-			continue
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	var buf []runner.Event
+	for {
+		var err error
+		buf, err = s.Recv(buf[:0])
+		out.Reset()
+		for _, ev := range buf {
+			if l := line(ev); l != nil {
+				if err := enc.Encode(l); err != nil {
+					return err
+				}
+			}
 		}
-		if err := enc.Encode(l); err != nil {
-			return nil // client went away; the runner sees the cancelled context
+		if out.Len() > 0 {
+			if _, err := w.Write(out.Bytes()); err != nil {
+				return nil // client went away; closing the stream cancels the generation
+			}
+			w.Flush()
 		}
-		w.Flush()
+		if err != nil {
+			return nil // the final event was written, or the client went away
+		}
 	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -37,10 +38,11 @@ type Call struct {
 	start    time.Time
 }
 
-// Stream is a started call. Events is nil for a load-only call; Close
-// must be called once.
+// Stream is a started call: read it with Recv (a load-only call has
+// nothing to read). Close must be called once.
 type Stream struct {
-	Events <-chan runner.Event
+	gen    *runner.Stream // nil for a load-only call
+	ctx    context.Context
 	call   *Call
 	in     *infer.Instance
 	cancel context.CancelFunc
@@ -144,15 +146,29 @@ func (c *Call) Start(ctx context.Context) (*Stream, error) {
 	if c.loadOnly {
 		return s, nil
 	}
-	ctx, s.cancel = context.WithCancel(ctx)
-	events, err := c.r.Infer.Start(ctx, in, c.ireq)
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	gen, err := c.r.Infer.Start(s.ctx, in, c.ireq)
 	if err != nil {
 		s.Close()
 		return nil, inferError(err)
 	}
-	s.Events = events
+	s.gen = gen
 	s.parser = chatparse.NewParser(c.ireq.Output)
 	return s, nil
+}
+
+// LoadOnly reports a call without a prompt: it loaded the model and
+// has no events.
+func (s *Stream) LoadOnly() bool { return s.gen == nil }
+
+// Recv appends the generation's next events to buf: every event queued
+// since the last call, waiting for one if there is none. It returns
+// io.EOF after the final event, or the error of the call's context.
+func (s *Stream) Recv(buf []runner.Event) ([]runner.Event, error) {
+	if s.gen == nil {
+		return buf, io.EOF
+	}
+	return s.gen.Recv(s.ctx, buf)
 }
 
 // Split passes an event's text through the stream's output parser: the
@@ -180,7 +196,7 @@ func (s *Stream) Metrics(ev runner.Event) api.Metrics {
 // GenerateFinal is the last /api/generate answer of a stream that ended
 // with ev, with d as its text.
 func (s *Stream) GenerateFinal(ev runner.Event, d chatparse.Delta) api.GenerateResponse {
-	if s.Events == nil {
+	if s.gen == nil {
 		return api.GenerateResponse{Model: s.call.model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: loadReason(s.call.ireq.KeepAlive)}
 	}
 	ctxTokens := make([]int, len(ev.Tokens))
@@ -196,7 +212,7 @@ func (s *Stream) GenerateFinal(ev runner.Event, d chatparse.Delta) api.GenerateR
 // ChatFinal is the last /api/chat answer of a stream that ended with ev,
 // with d as the assistant's message.
 func (s *Stream) ChatFinal(ev runner.Event, d chatparse.Delta) api.ChatResponse {
-	if s.Events == nil {
+	if s.gen == nil {
 		return api.ChatResponse{
 			Model: s.call.model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant"},
 			Done: true, DoneReason: loadReason(s.call.ireq.KeepAlive),
@@ -213,16 +229,23 @@ func (s *Stream) ChatFinal(ev runner.Event, d chatparse.Delta) api.ChatResponse 
 // event.
 func (s *Stream) collect() (chatparse.Delta, runner.Event, error) {
 	var all chatparse.Delta
-	for ev := range s.Events {
-		all.Append(s.Split(ev))
-		if ev.Done {
-			if ev.Err != nil {
-				return chatparse.Delta{}, ev, errorf(http.StatusInternalServerError, "%v", ev.Err)
+	var buf []runner.Event
+	for {
+		var err error
+		buf, err = s.Recv(buf[:0])
+		for _, ev := range buf {
+			all.Append(s.Split(ev))
+			if ev.Done {
+				if ev.Err != nil {
+					return chatparse.Delta{}, ev, errorf(http.StatusInternalServerError, "%v", ev.Err)
+				}
+				return all, ev, nil
 			}
-			return all, ev, nil
+		}
+		if err != nil {
+			return chatparse.Delta{}, runner.Event{}, errorf(http.StatusInternalServerError, "generation ended without a result: %v", err)
 		}
 	}
-	return chatparse.Delta{}, runner.Event{}, errorf(http.StatusInternalServerError, "generation ended without a result")
 }
 
 // Generate runs an /api/generate request to its end: the non-streamed
@@ -254,7 +277,7 @@ func runToEnd[T any](ctx context.Context, call *Call, final func(*Stream, runner
 		return zero, err
 	}
 	defer s.Close()
-	if s.Events == nil {
+	if s.LoadOnly() {
 		return final(s, runner.Event{}, chatparse.Delta{}), nil
 	}
 	d, ev, err := s.collect()
@@ -281,10 +304,10 @@ func serve[T any](c echo.Context, stream *bool, call *Call, final func(*Stream, 
 		return err
 	}
 	defer s.Close()
-	if s.Events == nil {
+	if s.LoadOnly() {
 		return c.JSON(http.StatusOK, final(s, runner.Event{}, chatparse.Delta{}))
 	}
-	return streamNDJSON(c, s.Events, func(ev runner.Event) any {
+	return streamNDJSON(c, s, func(ev runner.Event) any {
 		d := s.Split(ev)
 		if !ev.Done {
 			if d.Empty() {

@@ -116,14 +116,17 @@ func article(v string) string {
 
 // options are the options a request to model starts from: Ollama's
 // defaults with OpenAI's sampling defaults where they differ
-// (temperature 1, top_p 1, no top_k, no repeat penalty), then the model's
+// (temperature 1, top_p 1, no repeat penalty), then the model's
 // own parameters (its Modelfile's PARAMETER lines). The request's fields
 // go on top. numPredict is the endpoint's default token limit, which the
 // model's num_predict parameter overrides. It also checks that the model
 // exists.
 func (h *Handler) options(model string, numPredict int) (api.Options, error) {
 	opts := api.DefaultOptions()
-	opts.Temperature, opts.TopP, opts.TopK, opts.RepeatPenalty = 1, 1, 0, 1
+	// top_k stays at 40, as on Ollama's and llama-server's OpenAI
+	// endpoints (OpenAI has no top_k): the draw is over the 40 most
+	// likely tokens, not the whole vocabulary's long tail.
+	opts.Temperature, opts.TopP, opts.RepeatPenalty = 1, 1, 1
 	opts.NumPredict = numPredict
 	entry, err := h.Store.Resolve(model)
 	if err != nil {

@@ -1,13 +1,13 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -18,17 +18,20 @@ import (
 )
 
 // gen is a request's generations, running in parallel slots of one model
-// instance: its n choices (n per prompt for several prompts). Their
-// events come merged on out, tagged with the choice's index; close must
-// be called once.
+// instance: its n choices (n per prompt for several prompts). Read their
+// events with next, tagged with the choice's index; close must be called
+// once.
 type gen struct {
-	in     *infer.Instance
-	n      int // choices per prompt
-	count  int // choices in all
-	out    chan indexed
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	in      *infer.Instance
+	n       int // choices per prompt
+	count   int // choices in all
+	streams []*runner.Stream
+	ended   []bool
+	left    int // streams whose final event was not read yet
+	notify  chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+	evs     []runner.Event // reused by next
 }
 
 type indexed struct {
@@ -46,50 +49,62 @@ func (h *Handler) start(ctx context.Context, model string, reqs []*infer.Request
 		cancel()
 		return nil, inferError(err, model)
 	}
-	chans := make([]<-chan runner.Event, 0, len(reqs))
+	g := &gen{in: in, n: n, count: len(reqs), notify: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 	for _, r := range reqs {
-		ch, err := h.Infer.Start(ctx, in, r)
+		r.Notify = g.notify
+		st, err := h.Infer.Start(ctx, in, r)
 		if err != nil {
-			cancel()
-			for _, ch := range chans {
-				for range ch {
-				}
-			}
-			in.Release()
+			g.close()
 			return nil, inferError(err, model)
 		}
-		chans = append(chans, ch)
+		g.streams = append(g.streams, st)
 	}
-	g := &gen{in: in, n: n, count: len(chans), out: make(chan indexed), ctx: ctx, cancel: cancel}
-	for i, ch := range chans {
-		g.wg.Add(1)
-		go g.forward(i, ch)
-	}
-	go func() {
-		g.wg.Wait()
-		close(g.out)
-	}()
+	g.ended = make([]bool, len(g.streams))
+	g.left = len(g.streams)
 	return g, nil
 }
 
-// forward passes one generation's events to out until its channel
-// closes; once the generations are cancelled it drops them, so that
-// nothing upstream blocks on a reader that left.
-func (g *gen) forward(i int, ch <-chan runner.Event) {
-	defer g.wg.Done()
-	for ev := range ch {
+// next appends the events queued on every generation to buf, waiting for
+// one if none is queued. It returns io.EOF once every final event has been
+// read, or the context's error when the client went away.
+func (g *gen) next(buf []indexed) ([]indexed, error) {
+	for {
+		n := len(buf)
+		for i, st := range g.streams {
+			if g.ended[i] {
+				continue
+			}
+			var err error
+			g.evs, err = st.TryRecv(g.evs[:0])
+			for _, ev := range g.evs {
+				buf = append(buf, indexed{i, ev})
+				if ev.Done {
+					g.ended[i] = true
+					g.left--
+				}
+			}
+			if err != nil && !g.ended[i] { // io.EOF before a final event: cannot happen
+				g.ended[i] = true
+				g.left--
+			}
+		}
+		if len(buf) > n {
+			return buf, nil
+		}
+		if g.left == 0 {
+			return buf, io.EOF
+		}
 		select {
-		case g.out <- indexed{i, ev}:
+		case <-g.notify:
 		case <-g.ctx.Done():
+			return buf, g.ctx.Err()
 		}
 	}
 }
 
-// close ends the generations that still run, waits for their channels to
-// close and hands the instance back.
+// close ends the generations that still run and hands the instance back.
 func (g *gen) close() {
 	g.cancel()
-	g.wg.Wait()
 	g.in.Release()
 }
 
@@ -107,15 +122,26 @@ func (g *gen) collect() ([]*result, error) {
 	for i := range res {
 		res[i] = &result{}
 	}
-	for x := range g.out {
-		r := res[x.i]
-		r.text.WriteString(x.ev.Text)
-		r.logprobs = append(r.logprobs, x.ev.Logprobs...)
-		if x.ev.Done {
-			if x.ev.Err != nil {
-				return nil, generationError(x.ev.Err)
+	var buf []indexed
+	for {
+		var err error
+		buf, err = g.next(buf[:0])
+		for _, x := range buf {
+			r := res[x.i]
+			r.text.WriteString(x.ev.Text)
+			r.logprobs = append(r.logprobs, x.ev.Logprobs...)
+			if x.ev.Done {
+				if x.ev.Err != nil {
+					return nil, generationError(x.ev.Err)
+				}
+				r.final, r.done = x.ev, true
 			}
-			r.final, r.done = x.ev, true
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, generationError(err)
 		}
 	}
 	for _, r := range res {
@@ -201,29 +227,44 @@ func tokenBytes(s string) []int {
 // relay streams the generations' events as SSE events: piece builds the
 // event of each event that carries text or log-probabilities (nil: send
 // nothing), last the event that ends choice i with its finish_reason
-// (left is how many choices are still running). It returns the tally, and
-// false when the stream is over already: the client left, or an error
-// event was sent.
+// (left is how many choices are still running). The events of all tokens
+// queued since the last write go out in one write and one flush. It
+// returns the tally, and false when the stream is over already: the
+// client left, or an error event was sent.
 func (g *gen) relay(s *sse, piece func(indexed) any, last func(i int, reason string, t *tally, left int) any) (*tally, bool) {
 	var t tally
 	left := g.count
-	for x := range g.out {
-		if p := piece(x); p != nil {
-			if s.send(p) != nil {
+	var buf []indexed
+	for {
+		var rerr error
+		buf, rerr = g.next(buf[:0])
+		for _, x := range buf {
+			if p := piece(x); p != nil {
+				if s.add(p) != nil {
+					return nil, false
+				}
+			}
+			if !x.ev.Done {
+				continue
+			}
+			if x.ev.Err != nil {
+				_ = s.fail(generationError(x.ev.Err))
+				return nil, false
+			}
+			t.add(g, x.i, x.ev)
+			left--
+			if s.add(last(x.i, finishReason(x.ev), &t, left)) != nil {
 				return nil, false
 			}
 		}
-		if !x.ev.Done {
-			continue
-		}
-		if x.ev.Err != nil {
-			_ = s.fail(generationError(x.ev.Err))
+		if s.flush() != nil {
 			return nil, false
 		}
-		t.add(g, x.i, x.ev)
-		left--
-		if s.send(last(x.i, finishReason(x.ev), &t, left)) != nil {
-			return nil, false
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return nil, false // the client went away
 		}
 	}
 	if left > 0 {
@@ -233,9 +274,15 @@ func (g *gen) relay(s *sse, piece func(indexed) any, last func(i int, reason str
 	return &t, true
 }
 
-// sse writes Server-Sent Events: each event "data: <json>\n\n", flushed at
-// once.
-type sse struct{ w *echo.Response }
+// sse writes Server-Sent Events, each "data: <json>\n\n". add encodes
+// an event into the pending buffer; flush writes what is pending in one
+// write and flushes it to the client.
+type sse struct {
+	w   *echo.Response
+	buf bytes.Buffer
+	enc *json.Encoder
+	js  bytes.Buffer // one event's JSON
+}
 
 func startSSE(c echo.Context) *sse {
 	w := c.Response()
@@ -246,28 +293,56 @@ func startSSE(c echo.Context) *sse {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	w.Flush()
-	return &sse{w: w}
+	s := &sse{w: w}
+	s.enc = json.NewEncoder(&s.js)
+	s.enc.SetEscapeHTML(false)
+	return s
 }
 
-func (s *sse) data(b []byte) error {
-	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
+// add queues one event with v as JSON.
+func (s *sse) add(v any) error {
+	s.js.Reset()
+	if err := s.enc.Encode(v); err != nil {
+		return err
+	}
+	s.addData(bytes.TrimSuffix(s.js.Bytes(), []byte("\n")))
+	return nil
+}
+
+func (s *sse) addData(b []byte) {
+	s.buf.WriteString("data: ")
+	s.buf.Write(b)
+	s.buf.WriteString("\n\n")
+}
+
+// flush writes the queued events; an error means the client left.
+func (s *sse) flush() error {
+	if s.buf.Len() == 0 {
+		return nil
+	}
+	_, err := s.w.Write(s.buf.Bytes())
+	s.buf.Reset()
+	if err != nil {
 		return err
 	}
 	s.w.Flush()
 	return nil
 }
 
-// send writes one event with v as JSON; an error means the client left.
+// send writes one event with v as JSON at once; an error means the
+// client left.
 func (s *sse) send(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	if err := s.add(v); err != nil {
 		return err
 	}
-	return s.data(b)
+	return s.flush()
 }
 
 // done ends the stream as OpenAI does.
-func (s *sse) done() error { return s.data([]byte("[DONE]")) }
+func (s *sse) done() error {
+	s.addData([]byte("[DONE]"))
+	return s.flush()
+}
 
 // fail reports an error inside a stream that has begun, as OpenAI does:
 // one event holding the error, and no [DONE].

@@ -60,12 +60,16 @@ func loadedPaths(s *Scheduler) string {
 func generate(t *testing.T, in *Instance, prompt string) string {
 	t.Helper()
 	toks, _ := in.Model.Tokenize(prompt, true, false)
-	events, err := in.Runner.Generate(context.Background(), runner.Request{Prompt: toks, NumPredict: 30})
+	stream, err := in.Runner.Generate(context.Background(), runner.Request{Prompt: toks, NumPredict: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := stream.Collect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := ""
-	for ev := range events {
+	for _, ev := range evs {
 		text += ev.Text
 	}
 	return text

@@ -64,7 +64,7 @@ func New(src Sources) (*Telemetry, error) {
 	// The Go runtime (go_goroutines, go_memstats_*) and the process
 	// (process_resident_memory_bytes, process_open_fds): what a leak shows
 	// in first, and what make soak watches.
-	t.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	t.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), stepCollector{})
 	exp, err := otelprom.New(otelprom.WithRegisterer(t.registry), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: prometheus exporter: %w", err)
