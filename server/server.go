@@ -68,6 +68,10 @@ type Config struct {
 	// MinFreeDisk the free space writes must leave on the models disk,
 	// in bytes (0: no limit).
 	MaxBlobSize, MinFreeDisk int64
+	// WriteTimeout bounds each write of a streamed answer (0:
+	// dialect.DefaultWriteTimeout): a client that stops reading loses its
+	// request, and its slot, when a write cannot finish in time.
+	WriteTimeout time.Duration
 }
 
 // Server serves every API dialect over one model store and scheduler.
@@ -102,6 +106,14 @@ func New(cfg Config) *Server {
 	}
 	s.telemetry = tel
 	e.Use(s.requestLog, bodyTypeGuard, cfg.Auth.Middleware(), bodyLimit(cfg.MaxBody))
+	if cfg.WriteTimeout > 0 {
+		e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+			return func(c echo.Context) error {
+				c.Set(dialect.WriteTimeoutKey, cfg.WriteTimeout)
+				return next(c)
+			}
+		})
+	}
 	if tel != nil && !cfg.MetricsListener {
 		e.GET("/metrics", echo.WrapHandler(tel.Handler()))
 	}

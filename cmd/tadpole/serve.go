@@ -19,6 +19,7 @@ import (
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/gpu"
 	"github.com/tadpole-llm/tadpole/server"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
@@ -33,6 +34,13 @@ func env(name, def string) string {
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(env(name, "")); err == nil {
+		return v
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
 		return v
 	}
 	return def
@@ -65,6 +73,7 @@ func serve(args []string) error {
 	allowRegistry := fs.StringArray("allow-registry", splitList(env("TADPOLE_ALLOW_REGISTRY", "")), "registry HOST or HOST:PORT that pulls and pushes may reach at a loopback, link-local or private address; repeatable or comma-separated (TADPOLE_ALLOW_REGISTRY)")
 	maxBlob := fs.String("max-blob-size", env("TADPOLE_MAX_BLOB_SIZE", "512GiB"), "largest blob an upload, import or pull may store; larger ones get 413; 0: no limit (TADPOLE_MAX_BLOB_SIZE)")
 	minFree := fs.String("min-free-disk", env("TADPOLE_MIN_FREE_DISK", "1GiB"), "free space writes must leave on the models disk; writes below it get 507; 0: none (TADPOLE_MIN_FREE_DISK)")
+	writeTimeout := fs.Duration("write-timeout", envDuration("TADPOLE_WRITE_TIMEOUT", dialect.DefaultWriteTimeout), "longest one write of a streamed answer may take; a client that stops reading loses its request (and slot) then (TADPOLE_WRITE_TIMEOUT)")
 	debugAddr := fs.String("debug-addr", env("TADPOLE_DEBUG_ADDR", ""), "address to serve Go's pprof profiles on (/debug/pprof/), e.g. 127.0.0.1:6060; off when empty (TADPOLE_DEBUG_ADDR)")
 	apiFlags := addAPIFlags(fs)
 	boundary := addBoundaryFlags(fs)
@@ -126,6 +135,10 @@ func serve(args []string) error {
 			MaxCtx: *maxCtx, Threads: *threads, FlashAttn: fa, KVType: *kvType, MaxQueue: *maxQueue,
 		},
 	}
+	if *writeTimeout <= 0 {
+		return fmt.Errorf("--write-timeout must be positive, not %s", *writeTimeout)
+	}
+	cfg.WriteTimeout = *writeTimeout
 	if err := apiFlags.apply(&cfg); err != nil {
 		return err
 	}

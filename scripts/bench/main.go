@@ -60,10 +60,15 @@ func main() {
 	modes := flag.String("modes", "stream,whole", "HTTP cases: stream (SSE), whole (one answer), or both")
 	reps := flag.Int("reps", 3, "repetitions per HTTP case (the best is kept)")
 	skipRaw := flag.Bool("skip-raw", false, "skip the raw engine and runner measurements")
+	flash := flag.String("flash", "on", "flash attention for the raw engine, the runner and Tadpole's server: on or off")
+	sweep := flag.Bool("prompt-sweep", false, "also sweep the raw prompt speed over n_ubatch and flash attention")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	log.SetOutput(os.Stderr) // slog.SetDefault routed log through the Warn handler, which drops log.Fatal's Info lines
 	engine.Init(*backends)
+	if *flash == "off" {
+		benchFlash = engine.FlashAttentionOff
+	}
 	path := modelPath(flag.Arg(0))
 	streams := intList(*streamsFlag, "-streams")
 	maxStreams := 1
@@ -83,7 +88,7 @@ func main() {
 	fmt.Printf("model:      %s (%s, %s, %d params, %d-token vocabulary)\n", filepath.Base(path), m.Meta.Architecture, m.Meta.FileType, m.Meta.ParameterSize, m.VocabSize())
 	fmt.Printf("cpu flags:  %s\n", engine.BuildFlags)
 	fmt.Printf("system:     %s\n", engine.SystemInfo())
-	fmt.Printf("threads:    %d, tokens/stream: %d, flash attention on, unified KV, gpu layers %d\n", nthreads, *n, *gpuLayers)
+	fmt.Printf("threads:    %d, tokens/stream: %d, flash attention %s, unified KV, gpu layers %d\n", nthreads, *n, *flash, *gpuLayers)
 	for _, d := range engine.Devices() {
 		fmt.Printf("device:     %s (%s), %d MiB free\n", d.Name, d.Description, d.FreeBytes>>20)
 	}
@@ -103,6 +108,9 @@ func main() {
 	sampled := engine.SamplerParams{Seed: 42, Temperature: 0.8, TopK: 40, TopP: 0.9, RepeatLastN: 64, RepeatPenalty: 1.1, LogitBias: ban}
 	nctx := *n + *promptLen + 16
 	raw := map[string]float64{}
+	if *sweep {
+		promptSweep(m, *promptLen, *threads)
+	}
 	if !*skipRaw {
 		pp := rawPrompt(m, *promptLen, *threads)
 		fmt.Printf("raw engine prompt eval (%d tokens): %.1f tok/s", *promptLen, pp)
@@ -132,7 +140,7 @@ func main() {
 	var servers []*httpServer
 	if *httpBench {
 		c := cfg
-		c.extra = strings.Fields(*tadpoleArgs)
+		c.extra = append([]string{"--flash-attention", *flash}, strings.Fields(*tadpoleArgs)...)
 		servers = append(servers, startTadpole(*tadpoleBin, c))
 	}
 	switch {
@@ -273,6 +281,10 @@ func floatList(s string) []float64 {
 
 var benchSampling engine.SamplerParams
 
+// benchFlash is -flash: flash attention in the raw and runner contexts
+// (and --flash-attention for the Tadpole server).
+var benchFlash = engine.FlashAttentionOn
+
 func modelPath(arg string) string {
 	switch arg {
 	case "", "stories":
@@ -302,7 +314,7 @@ func modelPath(arg string) string {
 func newCtx(m *engine.Model, seqs, nctx, threads int) *engine.Context {
 	ctx, err := m.NewContext(engine.ContextParams{
 		NumCtx: nctx * seqs, NumBatch: 512, NumSeqMax: seqs, Threads: threads,
-		FlashAttn: engine.FlashAttentionOn, KVUnified: true,
+		FlashAttn: benchFlash, KVUnified: true,
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -320,9 +332,20 @@ func promptTokens(m *engine.Model, n int) []engine.Token {
 
 // rawPrompt is the prompt-evaluation speed of one sequence.
 func rawPrompt(m *engine.Model, n, threads int) float64 {
-	ctx := newCtx(m, 1, n+8, threads)
+	return rawPromptWith(m, n, engine.ContextParams{Threads: threads, FlashAttn: benchFlash})
+}
+
+// rawPromptWith is rawPrompt on a context made with p (its size and
+// batch set here: one sequence, the whole prompt in one Decode), the best
+// of three.
+func rawPromptWith(m *engine.Model, n int, p engine.ContextParams) float64 {
+	p.NumCtx, p.NumBatch, p.NumSeqMax, p.KVUnified = n+8, n, 1, true
+	ctx, err := m.NewContext(p)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer ctx.Close()
-	b, err := engine.NewBatch(512)
+	b, err := engine.NewBatch(n)
 	if err != nil {
 		panic(err)
 	}
@@ -342,6 +365,22 @@ func rawPrompt(m *engine.Model, n, threads int) float64 {
 		best = max(best, float64(len(toks))/time.Since(t0).Seconds())
 	}
 	return best
+}
+
+// promptSweep prints the raw prompt speed over micro-batch sizes, flash
+// attention on and off, and poll levels: the measurements behind the
+// defaults.
+func promptSweep(m *engine.Model, n, threads int) {
+	fmt.Printf("prompt eval sweep (%d tokens, tok/s):\n\n| n_ubatch | flash on | flash off |\n|---|---|---|\n", n)
+	for _, ub := range []int{64, 128, 256, 512} {
+		if ub > n {
+			continue
+		}
+		on := rawPromptWith(m, n, engine.ContextParams{Threads: threads, NumUBatch: ub, FlashAttn: engine.FlashAttentionOn})
+		off := rawPromptWith(m, n, engine.ContextParams{Threads: threads, NumUBatch: ub, FlashAttn: engine.FlashAttentionOff})
+		fmt.Printf("| %d | %.1f | %.1f |\n", ub, on, off)
+	}
+	fmt.Println()
 }
 
 // rawDecode is the ideal batched schedule the runner is measured
@@ -421,7 +460,7 @@ func streamPrompt(m *engine.Model, s int) []engine.Token {
 // requests, generated tokens per second of wall time from submitting them
 // to the last final event.
 func runnerDecode(m *engine.Model, streams, slots, n, nctx, threads int, sp engine.SamplerParams) (float64, int) {
-	r, err := runner.New(m, runner.Config{Parallel: slots, NumCtx: nctx, Threads: threads, FlashAttn: engine.FlashAttentionOn})
+	r, err := runner.New(m, runner.Config{Parallel: slots, NumCtx: nctx, Threads: threads, FlashAttn: benchFlash})
 	if err != nil {
 		log.Fatal(err)
 	}

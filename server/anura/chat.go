@@ -3,7 +3,6 @@ package anura
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/ollama"
 )
 
@@ -110,31 +110,18 @@ func (h *Handler) chat(c echo.Context) error {
 		return errorf(code, "%s", msg)
 	}
 
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	w := dialect.NewStreamWriter(c, "text/event-stream")
 	send := func(event string, v any) error {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return err
 		}
-		if event != "" {
-			if _, err := fmt.Fprintf(w, "event: %s\n", event); err != nil {
-				return err
-			}
-		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return err
-		}
-		w.Flush()
-		return nil
+		w.Event(event, b)
+		return w.Flush()
 	}
 	end := func() error {
-		fmt.Fprint(w, "data: [DONE]\n\n")
-		w.Flush()
-		return nil
+		w.Event("", []byte("[DONE]"))
+		return w.Flush()
 	}
 	fatal := func(err error) error {
 		code, msg := ollama.StatusOf(err)

@@ -1,14 +1,13 @@
 package ollama
 
 import (
-	"bytes"
 	"encoding/json"
-	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/engine/runner"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 )
@@ -73,16 +72,12 @@ func metrics(ev runner.Event, start time.Time, load time.Duration) api.Metrics {
 // than the model, tokens are coalesced instead of queuing up behind one
 // flush each.
 func streamNDJSON(c echo.Context, s *Stream, line func(runner.Event) any) error {
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
+	w := dialect.NewStreamWriter(c, "application/x-ndjson")
+	enc := json.NewEncoder(w.Buffer())
 	var buf []runner.Event
 	for {
 		var err error
 		buf, err = s.Recv(buf[:0])
-		out.Reset()
 		for _, ev := range buf {
 			if l := line(ev); l != nil {
 				if err := enc.Encode(l); err != nil {
@@ -90,11 +85,8 @@ func streamNDJSON(c echo.Context, s *Stream, line func(runner.Event) any) error 
 				}
 			}
 		}
-		if out.Len() > 0 {
-			if _, err := w.Write(out.Bytes()); err != nil {
-				return nil // client went away; closing the stream cancels the generation
-			}
-			w.Flush()
+		if w.Flush() != nil {
+			return nil // the client went away or stopped reading; closing the stream cancels the generation
 		}
 		if err != nil {
 			return nil // the final event was written, or the client went away

@@ -274,26 +274,18 @@ func (g *gen) relay(s *sse, piece func(indexed) any, last func(i int, reason str
 	return &t, true
 }
 
-// sse writes Server-Sent Events, each "data: <json>\n\n". add encodes
-// an event into the pending buffer; flush writes what is pending in one
-// write and flushes it to the client.
+// sse writes OpenAI's Server-Sent Events, each "data: <json>": add
+// encodes an event into the pending write; flush sends what is pending
+// (dialect.StreamWriter: one write, one flush, bounded by the write
+// timeout).
 type sse struct {
-	w   *echo.Response
-	buf bytes.Buffer
+	w   *dialect.StreamWriter
 	enc *json.Encoder
 	js  bytes.Buffer // one event's JSON
 }
 
 func startSSE(c echo.Context) *sse {
-	w := c.Response()
-	h := w.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
-	s := &sse{w: w}
+	s := &sse{w: dialect.NewStreamWriter(c, "text/event-stream")}
 	s.enc = json.NewEncoder(&s.js)
 	s.enc.SetEscapeHTML(false)
 	return s
@@ -305,29 +297,13 @@ func (s *sse) add(v any) error {
 	if err := s.enc.Encode(v); err != nil {
 		return err
 	}
-	s.addData(bytes.TrimSuffix(s.js.Bytes(), []byte("\n")))
+	s.w.Event("", bytes.TrimSuffix(s.js.Bytes(), []byte("\n")))
 	return nil
 }
 
-func (s *sse) addData(b []byte) {
-	s.buf.WriteString("data: ")
-	s.buf.Write(b)
-	s.buf.WriteString("\n\n")
-}
-
-// flush writes the queued events; an error means the client left.
-func (s *sse) flush() error {
-	if s.buf.Len() == 0 {
-		return nil
-	}
-	_, err := s.w.Write(s.buf.Bytes())
-	s.buf.Reset()
-	if err != nil {
-		return err
-	}
-	s.w.Flush()
-	return nil
-}
+// flush writes the queued events; an error means the client left or
+// stopped reading.
+func (s *sse) flush() error { return s.w.Flush() }
 
 // send writes one event with v as JSON at once; an error means the
 // client left.
@@ -340,7 +316,7 @@ func (s *sse) send(v any) error {
 
 // done ends the stream as OpenAI does.
 func (s *sse) done() error {
-	s.addData([]byte("[DONE]"))
+	s.w.Event("", []byte("[DONE]"))
 	return s.flush()
 }
 
