@@ -4,13 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
 )
-
-var debugSteps = os.Getenv("TADPOLE_DEBUG_STEPS") != ""
 
 // slot is one sequence of the shared context. Its cache mirrors exactly
 // the tokens whose KV the sequence holds (positions 0..len-1) and survives
@@ -129,9 +126,6 @@ func (r *Runner) step() bool {
 		record(PhasePrefill, took)
 	} else {
 		record(PhaseDecode, took)
-	}
-	if debugSteps {
-		slog.Debug("step", "tokens", r.batch.Len(), "generating", len(generating), "prefilling", len(prefilling), "took", took)
 	}
 	if err != nil {
 		slog.Error("decode failed", "tokens", r.batch.Len(), "error", err)
