@@ -48,8 +48,9 @@ type ContextParams struct {
 	// KVType is the cache type of K and V: "f16" (default), "f32", "q8_0",
 	// "q4_0", "q4_1", "q5_0", "q5_1", "bf16", "iq4_nl".
 	KVType string
-	// KVUnified shares one KV buffer between all sequences (faster for
-	// batched decoding with uneven sequence lengths).
+	// KVUnified shares one KV buffer between all sequences instead of a
+	// stream of NumCtx/NumSeqMax cells each (every step then attends over
+	// all cells in use, of every sequence).
 	KVUnified bool
 	// Embeddings makes Decode produce pooled embeddings instead of logits.
 	Embeddings bool

@@ -1,12 +1,13 @@
 // Package runner is Tadpole's continuous-batching generation loop: one
 // llama.cpp context per loaded model instance, shared by N slots (parallel
-// sequences) in one unified KV cache, and one goroutine that builds every
-// batch.
+// sequences, each with its own stream of KV cells), and one goroutine that
+// builds every batch.
 //
 // Each step puts one token of every generating slot plus chunks of waiting
 // prompts (chunked prefill, bounded by n_batch) into a single batch,
-// decodes once, samples every slot with its own sampler chain and hands
-// the text to each request's stream. Requests join and leave between
+// decodes once, samples every slot with its own sampler and hands the
+// text to each request's Stream, never waiting on its reader. Every phase
+// of a step is timed (Timings; tadpole_step_seconds in /metrics). Requests join and leave between
 // steps; a slot keeps its tokens and KV after a request ends, so the next
 // request sharing a prefix skips that part of the prefill.
 //

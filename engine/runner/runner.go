@@ -23,6 +23,14 @@ type Config struct {
 	Threads   int
 	FlashAttn engine.FlashAttention
 	KVType    string
+	// KVUnified puts every slot's tokens in one KV buffer instead of a
+	// stream of NumCtx cells per slot. Off by default: with a unified
+	// buffer each step attends over every cell in use, including the
+	// prefixes idle slots keep for reuse, so one stream slows down as
+	// the other slots fill (measured: per-slot streams are 8% faster at 8
+	// streams, 17% at 16, and a fresh 512-token prompt is 1.2–1.4×
+	// quicker to its first token once slots hold cached prefixes).
+	KVUnified bool
 }
 
 // Request is one generation. Prompt holds the already templated and
@@ -156,7 +164,7 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 		Threads:   cfg.Threads,
 		FlashAttn: cfg.FlashAttn,
 		KVType:    cfg.KVType,
-		KVUnified: true,
+		KVUnified: cfg.KVUnified,
 	})
 	if err != nil {
 		return nil, err

@@ -88,7 +88,7 @@ func main() {
 	fmt.Printf("model:      %s (%s, %s, %d params, %d-token vocabulary)\n", filepath.Base(path), m.Meta.Architecture, m.Meta.FileType, m.Meta.ParameterSize, m.VocabSize())
 	fmt.Printf("cpu flags:  %s\n", engine.BuildFlags)
 	fmt.Printf("system:     %s\n", engine.SystemInfo())
-	fmt.Printf("threads:    %d, tokens/stream: %d, flash attention %s, unified KV, gpu layers %d\n", nthreads, *n, *flash, *gpuLayers)
+	fmt.Printf("threads:    %d, tokens/stream: %d, flash attention %s, a KV stream per sequence, gpu layers %d\n", nthreads, *n, *flash, *gpuLayers)
 	for _, d := range engine.Devices() {
 		fmt.Printf("device:     %s (%s), %d MiB free\n", d.Name, d.Description, d.FreeBytes>>20)
 	}
@@ -326,7 +326,7 @@ func modelPath(arg string) string {
 func newCtx(m *engine.Model, seqs, nctx, threads int) *engine.Context {
 	ctx, err := m.NewContext(engine.ContextParams{
 		NumCtx: nctx * seqs, NumBatch: 512, NumSeqMax: seqs, Threads: threads,
-		FlashAttn: benchFlash, KVUnified: true,
+		FlashAttn: benchFlash,
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -351,7 +351,7 @@ func rawPrompt(m *engine.Model, n, threads int) float64 {
 // batch set here: one sequence, the whole prompt in one Decode), the best
 // of three.
 func rawPromptWith(m *engine.Model, n int, p engine.ContextParams) float64 {
-	p.NumCtx, p.NumBatch, p.NumSeqMax, p.KVUnified = n+8, n, 1, true
+	p.NumCtx, p.NumBatch, p.NumSeqMax = n+8, n, 1
 	ctx, err := m.NewContext(p)
 	if err != nil {
 		log.Fatal(err)
