@@ -57,6 +57,12 @@ func serveForTest(t *testing.T, srv *Server) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveListener(t, srv, ln)
+}
+
+// serveListener serves srv on ln until the test ends.
+func serveListener(t *testing.T, srv *Server, ln net.Listener) *testServer {
+	t.Helper()
 	go srv.Serve(ln)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,15 +50,8 @@ func TestStalledReaderLosesItsSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
+	client := serveListener(t, srv, ln).Client
 	addr := ln.Addr().String()
-	u, _ := url.Parse("http://" + addr)
-	client := ollama.NewClient(u, http.DefaultClient)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Load the model first.
