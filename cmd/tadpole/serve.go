@@ -19,8 +19,8 @@ import (
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/gpu"
 	"github.com/tadpole-llm/tadpole/server"
-	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 

@@ -7,9 +7,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/engine/runner"
-	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 )
 
 // prepare checks the model name of a decoded request, notes it for the
