@@ -12,104 +12,162 @@ import (
 // arrayBody handles prefixItems/items (or draft 4 tuples), minItems,
 // maxItems and uniqueItems.
 func (c *converter) arrayBody(s schema, hint string) (string, error) {
-	var prefix []json.RawMessage
-	var rest json.RawMessage // nil: no further items
+	a, err := readArray(s)
+	if err != nil {
+		return "", err
+	}
+	p, err := a.plan()
+	if err != nil {
+		return "", err
+	}
+	c.rules.prim("ws")
+	if a.unique {
+		return c.uniqueArray(hint, a.prefix, p.rest, a.minItems, a.maxItems)
+	}
+	elems, err := c.prefixElems(a, p, hint)
+	if err != nil {
+		return "", err
+	}
+	item, err := c.restItem(p, hint)
+	if err != nil {
+		return "", err
+	}
+	return writeArray(elems, item, p), nil
+}
+
+// arrayKeywords are the array keywords of a schema.
+type arrayKeywords struct {
+	prefix []json.RawMessage
+	rest   json.RawMessage // nil: no further items
+	// minItems is at least 0; maxItems is -1 when absent.
+	minItems, maxItems int
+	unique             bool // uniqueItems, when it can matter
+}
+
+// readArray reads the array keywords of s.
+func readArray(s schema) (*arrayKeywords, error) {
+	a := &arrayKeywords{}
 	items, hasItems := s["items"]
 	if v, ok := s["prefixItems"]; ok {
-		if err := json.Unmarshal(v, &prefix); err != nil {
-			return "", errors.New(`"prefixItems" must be an array of schemas`)
+		if err := json.Unmarshal(v, &a.prefix); err != nil {
+			return nil, errors.New(`"prefixItems" must be an array of schemas`)
 		}
 		if hasItems {
-			rest = items
+			a.rest = items
 		}
 	} else if hasItems && bytes.HasPrefix(bytes.TrimSpace(items), []byte("[")) {
-		if err := json.Unmarshal(items, &prefix); err != nil {
-			return "", errors.New(`"items" must be a schema or an array of schemas`)
+		if err := json.Unmarshal(items, &a.prefix); err != nil {
+			return nil, errors.New(`"items" must be a schema or an array of schemas`)
 		}
-		rest = s["additionalItems"]
+		a.rest = s["additionalItems"]
 	} else if hasItems {
-		rest = items
+		a.rest = items
 	} else {
-		rest = json.RawMessage("true")
+		a.rest = json.RawMessage("true")
 	}
-	restAllowed := rest != nil && compact(rest) != "false"
-	minItems, err := intKeyword(s, "minItems")
-	if err != nil {
-		return "", err
+	var err error
+	if a.minItems, err = intKeyword(s, "minItems"); err != nil {
+		return nil, err
 	}
-	maxItems, err := intKeyword(s, "maxItems")
-	if err != nil {
-		return "", err
+	if a.maxItems, err = intKeyword(s, "maxItems"); err != nil {
+		return nil, err
 	}
-	minItems = max(minItems, 0)
-	if maxItems >= 0 && maxItems < minItems {
-		return "", unsat("maxItems %d is below minItems %d", maxItems, minItems)
+	a.minItems = max(a.minItems, 0)
+	a.unique = strings.TrimSpace(string(s["uniqueItems"])) == "true" && (a.maxItems < 0 || a.maxItems > 1)
+	return a, nil
+}
+
+// arrayPlan is the shape arrayBody writes: k prefix items, then rmin to
+// rmax (-1: unbounded) items of rest.
+type arrayPlan struct {
+	k, rmin, rmax int
+	rest          json.RawMessage
+}
+
+// plan decides how many prefix and further items the array has.
+func (a *arrayKeywords) plan() (*arrayPlan, error) {
+	restAllowed := a.rest != nil && compact(a.rest) != "false"
+	if a.maxItems >= 0 && a.maxItems < a.minItems {
+		return nil, unsat("maxItems %d is below minItems %d", a.maxItems, a.minItems)
 	}
-	k := len(prefix)
-	if maxItems >= 0 && k > maxItems {
-		k = maxItems
+	p := &arrayPlan{k: len(a.prefix), rmax: -1, rest: a.rest}
+	if a.maxItems >= 0 && p.k > a.maxItems {
+		p.k = a.maxItems
 	}
-	rmin := max(0, minItems-k)
-	rmax := -1
-	if maxItems >= 0 {
-		rmax = maxItems - k
+	p.rmin = max(0, a.minItems-p.k)
+	if a.maxItems >= 0 {
+		p.rmax = a.maxItems - p.k
 	}
 	if !restAllowed {
-		if rmin > 0 {
-			if rest != nil {
-				return "", unsat("minItems %d is more than the items allowed", minItems)
+		if p.rmin > 0 {
+			if p.rest != nil {
+				return nil, unsat("minItems %d is more than the items allowed", a.minItems)
 			}
-			rest = json.RawMessage("true") // prefixItems alone allows any further items
+			p.rest = json.RawMessage("true") // prefixItems alone allows any further items
 		} else {
-			rmax = 0
+			p.rmax = 0
 		}
 	}
-	unique := strings.TrimSpace(string(s["uniqueItems"])) == "true" && (maxItems < 0 || maxItems > 1)
-	c.rules.prim("ws")
-	if unique {
-		return c.uniqueArray(hint, prefix, rest, minItems, maxItems)
-	}
+	return p, nil
+}
+
+// prefixElems converts the prefix items; at one that no value satisfies
+// and that minItems does not need, the array ends before it.
+func (c *converter) prefixElems(a *arrayKeywords, p *arrayPlan, hint string) ([]string, error) {
 	var elems []string
-	for i := range k {
-		a, err := c.try(func() (string, error) { return c.atom(prefix[i], fmt.Sprintf("%s-%d", hint, i), nil) })
-		if isUnsat(err) && i >= minItems {
+	for i := range p.k {
+		e, err := c.try(func() (string, error) { return c.atom(a.prefix[i], fmt.Sprintf("%s-%d", hint, i), nil) })
+		if isUnsat(err) && i >= a.minItems {
 			// No value fits here: the array ends before.
-			k, rmin, rmax = i, 0, 0
+			p.k, p.rmin, p.rmax = i, 0, 0
 			break
 		}
 		if err != nil {
-			return "", fmt.Errorf("prefixItems[%d]: %w", i, err)
+			return nil, fmt.Errorf("prefixItems[%d]: %w", i, err)
 		}
-		elems = append(elems, a)
+		elems = append(elems, e)
 	}
-	var item string
-	if rmax != 0 {
-		item, err = c.try(func() (string, error) { return c.atom(rest, hint+"-item", nil) })
-		switch {
-		case isUnsat(err) && rmin == 0:
-			rmax = 0
-		case err != nil:
-			return "", fmt.Errorf("items: %w", err)
-		}
+	return elems, nil
+}
+
+// restItem converts the schema of the further items, when any may
+// appear; when none can (no value satisfies it) and none is needed, it
+// allows none.
+func (c *converter) restItem(p *arrayPlan, hint string) (string, error) {
+	if p.rmax == 0 {
+		return "", nil
 	}
+	item, err := c.try(func() (string, error) { return c.atom(p.rest, hint+"-item", nil) })
+	switch {
+	case isUnsat(err) && p.rmin == 0:
+		p.rmax = 0
+	case err != nil:
+		return "", fmt.Errorf("items: %w", err)
+	}
+	return item, nil
+}
+
+// writeArray writes the array of the prefix elements, then the further
+// items.
+func writeArray(elems []string, item string, p *arrayPlan) string {
 	more := "( " + sep + " " + item + " )"
 	switch {
-	case k == 0 && rmax == 0:
-		return `"[" ws "]"`, nil
-	case k == 0 && rmin == 0:
-		return seq(`"[" ws (`, item, repeat(more, 0, dec(rmax)), `ws )? "]"`), nil
-	case k == 0:
-		return seq(`"[" ws`, item, repeat(more, rmin-1, dec(rmax)), `ws "]"`), nil
+	case p.k == 0 && p.rmax == 0:
+		return `"[" ws "]"`
+	case p.k == 0 && p.rmin == 0:
+		return seq(`"[" ws (`, item, repeat(more, 0, dec(p.rmax)), `ws )? "]"`)
+	case p.k == 0:
+		return seq(`"[" ws`, item, repeat(more, p.rmin-1, dec(p.rmax)), `ws "]"`)
 	}
 	parts := []string{`"[" ws`, elems[0]}
 	for _, e := range elems[1:] {
 		parts = append(parts, sep, e)
 	}
-	if rmax != 0 {
-		parts = append(parts, repeat(more, rmin, rmax))
+	if p.rmax != 0 {
+		parts = append(parts, repeat(more, p.rmin, p.rmax))
 	}
 	parts = append(parts, `ws "]"`)
-	return seq(parts...), nil
+	return seq(parts...)
 }
 
 // uniqueArray handles uniqueItems for items drawn from a finite list

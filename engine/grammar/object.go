@@ -49,159 +49,247 @@ const sep = `ws "," ws`
 // objectBody handles properties, required, additionalProperties,
 // minProperties and maxProperties.
 func (c *converter) objectBody(s schema, hint string) (string, error) {
-	var names []string
-	props := map[string]json.RawMessage{}
-	if v, ok := s["properties"]; ok {
-		var err error
-		if names, props, err = members(v); err != nil {
-			return "", errors.New(`"properties" must be an object`)
-		}
-	}
-	var required []string
-	if v, ok := s["required"]; ok {
-		if err := json.Unmarshal(v, &required); err != nil {
-			return "", errors.New(`"required" must be an array of strings`)
-		}
-	}
-	minProps, err := intKeyword(s, "minProperties")
+	o, err := readObject(s)
 	if err != nil {
 		return "", err
 	}
-	maxProps, err := intKeyword(s, "maxProperties")
-	if err != nil {
-		return "", err
-	}
-	addl, hasAddl := s["additionalProperties"]
-	if !hasAddl {
-		addl, hasAddl = s["unevaluatedProperties"]
-	}
-	_, hasProps := s["properties"]
-	_, hasReq := s["required"]
-	_, hasNames := s["propertyNames"]
-	if !hasAddl && !hasProps && !hasReq && minProps <= 0 && maxProps < 0 && !hasNames {
+	if o.anyObject() {
 		return c.rules.prim("object"), nil // any object
 	}
-	extras := hasAddl && compact(addl) != "false" || !hasAddl && !hasProps && !hasReq
-	if hasNames && extras {
-		return "", errors.New(`"propertyNames" with additional properties allowed is not supported`)
+	p, err := o.plan()
+	if err != nil {
+		return "", err
 	}
-	extraSchema := json.RawMessage("true")
-	if hasAddl && compact(addl) != "false" {
-		extraSchema = addl
+	if err := c.possibleOptional(p, hint); err != nil {
+		return "", err
+	}
+	if err := p.count(o.minProps, o.maxProps); err != nil {
+		return "", err
+	}
+	c.rules.prim("ws")
+	if err := c.extraMember(p, hint); err != nil {
+		return "", err
+	}
+	if len(p.req) > 0 {
+		return c.writeRequired(p, hint)
+	}
+	return c.writeOptional(p, hint), nil
+}
+
+// objectKeywords are the object keywords of a schema.
+type objectKeywords struct {
+	names    []string                   // "properties", in document order
+	props    map[string]json.RawMessage // their schemas
+	required []string
+	// minProps and maxProps are -1 when absent.
+	minProps, maxProps int
+	addl               json.RawMessage // additionalProperties, else unevaluatedProperties
+	hasAddl, hasProps  bool
+	hasReq, hasNames   bool
+}
+
+// readObject reads the object keywords of s.
+func readObject(s schema) (*objectKeywords, error) {
+	o := &objectKeywords{props: map[string]json.RawMessage{}}
+	if v, ok := s["properties"]; ok {
+		var err error
+		if o.names, o.props, err = members(v); err != nil {
+			return nil, errors.New(`"properties" must be an object`)
+		}
+	}
+	if v, ok := s["required"]; ok {
+		if err := json.Unmarshal(v, &o.required); err != nil {
+			return nil, errors.New(`"required" must be an array of strings`)
+		}
+	}
+	var err error
+	if o.minProps, err = intKeyword(s, "minProperties"); err != nil {
+		return nil, err
+	}
+	if o.maxProps, err = intKeyword(s, "maxProperties"); err != nil {
+		return nil, err
+	}
+	o.addl, o.hasAddl = s["additionalProperties"]
+	if !o.hasAddl {
+		o.addl, o.hasAddl = s["unevaluatedProperties"]
+	}
+	_, o.hasProps = s["properties"]
+	_, o.hasReq = s["required"]
+	_, o.hasNames = s["propertyNames"]
+	return o, nil
+}
+
+// anyObject tells whether no keyword constrains the object.
+func (o *objectKeywords) anyObject() bool {
+	return !o.hasAddl && !o.hasProps && !o.hasReq && o.minProps <= 0 && o.maxProps < 0 && !o.hasNames
+}
+
+// objectPlan is the shape objectBody writes: required members, then
+// optional ones, each in order, then extra (undeclared) members.
+type objectPlan struct {
+	props    map[string]json.RawMessage // member → schema, required extras included
+	req, opt []string
+	optKV    map[string]string // optional member → its key-value expression
+	declared []string          // names an extra member may not have
+	// extras: undeclared members are allowed, of extraSchema.
+	extras      bool
+	extraSchema json.RawMessage
+	// minExtras..maxExtras (-1: unbounded) extra members, each extraKV.
+	minExtras, maxExtras int
+	extraKV              string
+}
+
+// plan decides which members are required and whether extra ones are
+// allowed.
+func (o *objectKeywords) plan() (*objectPlan, error) {
+	p := &objectPlan{props: o.props, extraSchema: json.RawMessage("true")}
+	p.extras = o.hasAddl && compact(o.addl) != "false" || !o.hasAddl && !o.hasProps && !o.hasReq
+	if o.hasNames && p.extras {
+		return nil, errors.New(`"propertyNames" with additional properties allowed is not supported`)
+	}
+	if o.hasAddl && compact(o.addl) != "false" {
+		p.extraSchema = o.addl
 	}
 	// Required members: declared ones in declaration order, then the
 	// others in the order of "required".
-	var req, opt []string
-	for _, n := range names {
-		if slices.Contains(required, n) {
-			req = append(req, n)
+	for _, n := range o.names {
+		if slices.Contains(o.required, n) {
+			p.req = append(p.req, n)
 		} else {
-			opt = append(opt, n)
+			p.opt = append(p.opt, n)
 		}
 	}
-	for _, n := range required {
-		if _, ok := props[n]; !ok && !slices.Contains(req, n) {
-			if !extras && hasAddl {
-				return "", unsat("required property %q is not allowed by additionalProperties", n)
+	for _, n := range o.required {
+		if _, ok := p.props[n]; !ok && !slices.Contains(p.req, n) {
+			if !p.extras && o.hasAddl {
+				return nil, unsat("required property %q is not allowed by additionalProperties", n)
 			}
-			props[n] = extraSchema
-			req = append(req, n)
+			p.props[n] = p.extraSchema
+			p.req = append(p.req, n)
 		}
 	}
-	kv := func(name string) (string, error) {
-		h := hint + "-" + name
-		a, err := c.atom(props[name], h, nil)
-		if err != nil {
-			return "", fmt.Errorf("property %q: %w", name, err)
-		}
-		return literal(jsonString(name)) + " ws \":\" ws " + a, nil
+	p.declared = append(slices.Clone(o.names), p.req...)
+	return p, nil
+}
+
+// member returns the key-value expression of a declared member.
+func (c *converter) member(p *objectPlan, hint, name string) (string, error) {
+	h := hint + "-" + name
+	a, err := c.atom(p.props[name], h, nil)
+	if err != nil {
+		return "", fmt.Errorf("property %q: %w", name, err)
 	}
-	// Optional properties that no value satisfies cannot appear.
-	optKV := map[string]string{}
+	return literal(jsonString(name)) + " ws \":\" ws " + a, nil
+}
+
+// possibleOptional converts the optional members, leaving out those
+// that no value satisfies: they cannot appear.
+func (c *converter) possibleOptional(p *objectPlan, hint string) error {
+	p.optKV = map[string]string{}
 	var possible []string
-	for _, n := range opt {
-		m, err := c.try(func() (string, error) { return kv(n) })
+	for _, n := range p.opt {
+		m, err := c.try(func() (string, error) { return c.member(p, hint, n) })
 		if isUnsat(err) {
 			continue
 		}
 		if err != nil {
-			return "", err
+			return err
 		}
-		optKV[n] = m
+		p.optKV[n] = m
 		possible = append(possible, n)
 	}
-	declared := append(slices.Clone(names), req...)
-	opt = possible
-	// minProperties: make optional properties required, in order.
-	for minProps > len(req) && len(opt) > 0 {
-		req, opt = append(req, opt[0]), opt[1:]
+	p.opt = possible
+	return nil
+}
+
+// count applies minProperties and maxProperties: it makes optional
+// members required, in order, up to minProperties, and bounds the
+// number of extra members.
+func (p *objectPlan) count(minProps, maxProps int) error {
+	for minProps > len(p.req) && len(p.opt) > 0 {
+		p.req, p.opt = append(p.req, p.opt[0]), p.opt[1:]
 	}
 	if maxProps >= 0 && minProps > maxProps {
-		return "", unsat("maxProperties %d is below minProperties %d", maxProps, minProps)
+		return unsat("maxProperties %d is below minProperties %d", maxProps, minProps)
 	}
-	minExtras := max(0, minProps-len(req))
-	if minExtras > 0 && !extras {
-		return "", unsat("minProperties %d is more than the properties allowed", minProps)
+	p.minExtras = max(0, minProps-len(p.req))
+	if p.minExtras > 0 && !p.extras {
+		return unsat("minProperties %d is more than the properties allowed", minProps)
 	}
-	maxExtras := -1
-	if !extras {
-		maxExtras = 0
+	p.maxExtras = -1
+	if !p.extras {
+		p.maxExtras = 0
 	}
 	if maxProps >= 0 {
-		if len(req)+len(opt) > maxProps {
-			return "", fmt.Errorf("maxProperties %d is below the number of declared properties (%d) and is not supported", maxProps, len(req)+len(opt))
+		if len(p.req)+len(p.opt) > maxProps {
+			return fmt.Errorf("maxProperties %d is below the number of declared properties (%d) and is not supported", maxProps, len(p.req)+len(p.opt))
 		}
-		if extras {
-			maxExtras = maxProps - len(req) - len(opt)
-		}
-	}
-	c.rules.prim("ws")
-	var extraKV string
-	if maxExtras != 0 {
-		a, err := c.try(func() (string, error) { return c.atom(extraSchema, hint+"-additional", nil) })
-		switch {
-		case isUnsat(err) && minExtras == 0:
-			maxExtras = 0
-		case err != nil:
-			return "", fmt.Errorf("additionalProperties: %w", err)
-		default:
-			extraKV = c.rules.add(hint+"-additional-kv", c.keyNotIn(hint+"-additional-key", declared)+` ws ":" ws `+a)
+		if p.extras {
+			p.maxExtras = maxProps - len(p.req) - len(p.opt)
 		}
 	}
-	if len(req) > 0 {
-		parts := []string{`"{" ws`}
-		for i, n := range req {
-			m, err := kv(n)
-			if err != nil {
-				return "", err
-			}
-			if i > 0 {
-				parts = append(parts, sep)
-			}
-			parts = append(parts, m)
-		}
-		for _, n := range opt {
-			parts = append(parts, "( "+sep+" "+c.rules.add(hint+"-"+n+"-kv", optKV[n])+" )?")
-		}
-		if maxExtras != 0 {
-			parts = append(parts, repeat("( "+sep+" "+extraKV+" )", minExtras, maxExtras))
-		}
-		parts = append(parts, `ws "}"`)
-		return seq(parts...), nil
+	return nil
+}
+
+// extraMember writes the rule of an extra member, when any may appear;
+// when none can (no value satisfies their schema) and none is needed,
+// it allows none.
+func (c *converter) extraMember(p *objectPlan, hint string) error {
+	if p.maxExtras == 0 {
+		return nil
 	}
+	a, err := c.try(func() (string, error) { return c.atom(p.extraSchema, hint+"-additional", nil) })
+	switch {
+	case isUnsat(err) && p.minExtras == 0:
+		p.maxExtras = 0
+	case err != nil:
+		return fmt.Errorf("additionalProperties: %w", err)
+	default:
+		p.extraKV = c.rules.add(hint+"-additional-kv", c.keyNotIn(hint+"-additional-key", p.declared)+` ws ":" ws `+a)
+	}
+	return nil
+}
+
+// writeRequired writes an object with required members: those in
+// order, then each optional one or not, then the extras.
+func (c *converter) writeRequired(p *objectPlan, hint string) (string, error) {
+	parts := []string{`"{" ws`}
+	for i, n := range p.req {
+		m, err := c.member(p, hint, n)
+		if err != nil {
+			return "", err
+		}
+		if i > 0 {
+			parts = append(parts, sep)
+		}
+		parts = append(parts, m)
+	}
+	for _, n := range p.opt {
+		parts = append(parts, "( "+sep+" "+c.rules.add(hint+"-"+n+"-kv", p.optKV[n])+" )?")
+	}
+	if p.maxExtras != 0 {
+		parts = append(parts, repeat("( "+sep+" "+p.extraKV+" )", p.minExtras, p.maxExtras))
+	}
+	parts = append(parts, `ws "}"`)
+	return seq(parts...), nil
+}
+
+// writeOptional writes an object with no required member: any subset
+// of the optional members, in order, then the extras.
+func (c *converter) writeOptional(p *objectPlan, hint string) string {
 	var items []string
-	for _, n := range opt {
-		items = append(items, c.rules.add(hint+"-"+n+"-kv", optKV[n]))
+	for _, n := range p.opt {
+		items = append(items, c.rules.add(hint+"-"+n+"-kv", p.optKV[n]))
 	}
-	if len(items) == 0 && maxExtras == 0 {
-		return `"{" ws "}"`, nil
+	if len(items) == 0 && p.maxExtras == 0 {
+		return `"{" ws "}"`
 	}
-	if minExtras > 0 {
+	if p.minExtras > 0 {
 		// No declared property is left to promote: extras only.
-		return seq(`"{" ws`, extraKV, repeat("( "+sep+" "+extraKV+" )", minExtras-1, dec(maxExtras)), `ws "}"`), nil
+		return seq(`"{" ws`, p.extraKV, repeat("( "+sep+" "+p.extraKV+" )", p.minExtras-1, dec(p.maxExtras)), `ws "}"`)
 	}
-	list := c.subsequence(hint, items, extraKV, maxExtras)
-	return `"{" ws ( ` + list + ` ws )? "}"`, nil
+	list := c.subsequence(hint, items, p.extraKV, p.maxExtras)
+	return `"{" ws ( ` + list + ` ws )? "}"`
 }
 
 // dec decrements a count, keeping -1 (unbounded) as it is.
