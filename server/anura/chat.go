@@ -9,10 +9,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/dialect"
+	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/ollama"
 )
 
@@ -162,13 +162,13 @@ wait:
 	if send("", processing{Status: "processing", State: 1}) != nil {
 		return nil
 	}
-	var buf []runner.Event
+	var buf []infer.Event
 	for {
 		var rerr error
 		buf, rerr = s.Recv(buf[:0])
 		for _, ev := range buf {
 			var err error
-			d := s.Split(ev)
+			d := ev.Delta
 			switch {
 			case ev.Done && ev.Err != nil:
 				return fatal(ev.Err)
@@ -191,7 +191,7 @@ wait:
 }
 
 // lastEvent is the done event of a stream that ended with ev.
-func lastEvent(s *ollama.Stream, ev runner.Event, d chatparse.Delta) chatEvent {
+func lastEvent(s *ollama.Stream, ev infer.Event, d chatparse.Delta) chatEvent {
 	r := s.ChatFinal(ev, d)
 	return chatEvent{
 		Model: r.Model, CreatedAt: r.CreatedAt, Message: r.Message, Done: true, DoneReason: r.DoneReason,

@@ -129,10 +129,6 @@ type Request struct {
 	// reasoning_effort).
 	TemplateVars map[string]any
 
-	// Output is set by Start for chats: how to split the generated text
-	// into content, thinking and tool calls (chatparse.NewParser).
-	Output chatparse.Options
-
 	modelTemplate bool // Template came from the model's manifest
 }
 
@@ -271,20 +267,20 @@ func entryOptions(entry models.Entry) (api.Options, error) {
 }
 
 // Start renders and tokenizes the request's prompt and queues it on the
-// instance's runner. The stream ends with a final (Done) event;
-// cancelling ctx ends the generation before the next decode step. Its
-// metrics and spans are recorded when it ends, read or not.
-func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*runner.Stream, error) {
+// instance's runner. The stream's events carry the output already split
+// into content, thinking and tool calls, and end with a final (Done)
+// event; cancelling ctx ends the generation before the next decode step.
+// Its metrics, spans and per-key usage are recorded when it ends, read or
+// not.
+func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Stream, error) {
 	if s.Sched.QueueFull() {
 		return nil, Errorf(Unavailable, "%v", sched.ErrQueueFull)
 	}
-	orig := req
 	req = withModelDefaults(req, in.Entry)
 	tokens, out, err := render(in.Model, req)
 	if err != nil {
 		return nil, err
 	}
-	orig.Output = out
 	grammar, err := toolGrammar(req, out)
 	if err != nil {
 		return nil, err
@@ -296,7 +292,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*runne
 	if o.RepeatLastN == -1 {
 		o.RepeatLastN = in.Window // Ollama: -1 looks back over the whole context
 	}
-	stream, err := in.Runner.Generate(ctx, runner.Request{
+	gen, err := in.Runner.Generate(ctx, runner.Request{
 		Prompt:      tokens,
 		NumCtx:      in.Window,
 		Sampling:    samplerParams(o, grammar, req.LogitBias),
@@ -314,7 +310,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*runne
 	if err != nil {
 		return nil, Errorf(BadRequest, "%v", err)
 	}
-	return stream, nil
+	return newStream(ctx, gen, out, in.Name), nil
 }
 
 // observer starts a generation's span and returns what records its

@@ -6,10 +6,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/dialect"
+	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
 // prepare checks the model name of a decoded request, notes it for the
@@ -58,7 +58,7 @@ func loadReason(keepAlive *time.Duration) string {
 }
 
 // metrics are Ollama's statistics of a finished request.
-func metrics(ev runner.Event, start time.Time, load time.Duration) api.Metrics {
+func metrics(ev infer.Event, start time.Time, load time.Duration) api.Metrics {
 	return api.Metrics{
 		TotalDuration: time.Since(start), LoadDuration: load,
 		PromptEvalCount: ev.Stats.PromptEvalCount, PromptEvalDuration: ev.Stats.PromptEvalDuration,
@@ -71,10 +71,10 @@ func metrics(ev runner.Event, start time.Time, load time.Duration) api.Metrics {
 // one write and one flush: when the client (or this goroutine) is slower
 // than the model, tokens are coalesced instead of queuing up behind one
 // flush each.
-func streamNDJSON(c echo.Context, s *Stream, line func(runner.Event) any) error {
+func streamNDJSON(c echo.Context, s *Stream, line func(infer.Event) any) error {
 	w := dialect.NewStreamWriter(c, "application/x-ndjson")
 	enc := json.NewEncoder(w.Buffer())
-	var buf []runner.Event
+	var buf []infer.Event
 	for {
 		var err error
 		buf, err = s.Recv(buf[:0])

@@ -11,7 +11,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/infer"
@@ -41,12 +40,11 @@ type Call struct {
 // Stream is a started call: read it with Recv (a load-only call has
 // nothing to read). Close must be called once.
 type Stream struct {
-	gen    *runner.Stream // nil for a load-only call
+	gen    *infer.Stream // nil for a load-only call
 	ctx    context.Context
 	call   *Call
 	in     *infer.Instance
 	cancel context.CancelFunc
-	parser *chatparse.Parser
 }
 
 // options checks a request's model name and applies its options over
@@ -153,7 +151,6 @@ func (c *Call) Start(ctx context.Context) (*Stream, error) {
 		return nil, inferError(err)
 	}
 	s.gen = gen
-	s.parser = chatparse.NewParser(c.ireq.Output)
 	return s, nil
 }
 
@@ -164,22 +161,11 @@ func (s *Stream) LoadOnly() bool { return s.gen == nil }
 // Recv appends the generation's next events to buf: every event queued
 // since the last call, waiting for one if there is none. It returns
 // io.EOF after the final event, or the error of the call's context.
-func (s *Stream) Recv(buf []runner.Event) ([]runner.Event, error) {
+func (s *Stream) Recv(buf []infer.Event) ([]infer.Event, error) {
 	if s.gen == nil {
 		return buf, io.EOF
 	}
-	return s.gen.Recv(s.ctx, buf)
-}
-
-// Split passes an event's text through the stream's output parser: the
-// content, thinking and tool calls decided so far (at the final event,
-// all that is left).
-func (s *Stream) Split(ev runner.Event) chatparse.Delta {
-	d := s.parser.Next(ev.Text, ev.Done)
-	if ev.Done {
-		logWarnings(s.call.model, s.parser)
-	}
-	return d
+	return s.gen.Next(buf)
 }
 
 // Close ends the generation if it still runs and hands the model back.
@@ -189,13 +175,13 @@ func (s *Stream) Close() {
 }
 
 // Metrics are the statistics of the stream's final event.
-func (s *Stream) Metrics(ev runner.Event) api.Metrics {
+func (s *Stream) Metrics(ev infer.Event) api.Metrics {
 	return metrics(ev, s.call.start, s.in.LoadDuration)
 }
 
 // GenerateFinal is the last /api/generate answer of a stream that ended
 // with ev, with d as its text.
-func (s *Stream) GenerateFinal(ev runner.Event, d chatparse.Delta) api.GenerateResponse {
+func (s *Stream) GenerateFinal(ev infer.Event, d chatparse.Delta) api.GenerateResponse {
 	if s.gen == nil {
 		return api.GenerateResponse{Model: s.call.model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: loadReason(s.call.ireq.KeepAlive)}
 	}
@@ -211,7 +197,7 @@ func (s *Stream) GenerateFinal(ev runner.Event, d chatparse.Delta) api.GenerateR
 
 // ChatFinal is the last /api/chat answer of a stream that ended with ev,
 // with d as the assistant's message.
-func (s *Stream) ChatFinal(ev runner.Event, d chatparse.Delta) api.ChatResponse {
+func (s *Stream) ChatFinal(ev infer.Event, d chatparse.Delta) api.ChatResponse {
 	if s.gen == nil {
 		return api.ChatResponse{
 			Model: s.call.model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant"},
@@ -227,14 +213,14 @@ func (s *Stream) ChatFinal(ev runner.Event, d chatparse.Delta) api.ChatResponse 
 
 // collect reads a stream to its end: the whole answer and the final
 // event.
-func (s *Stream) collect() (chatparse.Delta, runner.Event, error) {
+func (s *Stream) collect() (chatparse.Delta, infer.Event, error) {
 	var all chatparse.Delta
-	var buf []runner.Event
+	var buf []infer.Event
 	for {
 		var err error
 		buf, err = s.Recv(buf[:0])
 		for _, ev := range buf {
-			all.Append(s.Split(ev))
+			all.Append(ev.Delta)
 			if ev.Done {
 				if ev.Err != nil {
 					return chatparse.Delta{}, ev, errorf(http.StatusInternalServerError, "%v", ev.Err)
@@ -243,7 +229,7 @@ func (s *Stream) collect() (chatparse.Delta, runner.Event, error) {
 			}
 		}
 		if err != nil {
-			return chatparse.Delta{}, runner.Event{}, errorf(http.StatusInternalServerError, "generation ended without a result: %v", err)
+			return chatparse.Delta{}, infer.Event{}, errorf(http.StatusInternalServerError, "generation ended without a result: %v", err)
 		}
 	}
 }
@@ -270,7 +256,7 @@ func (r Runner) Chat(ctx context.Context, req *api.ChatRequest) (*api.ChatRespon
 }
 
 // runToEnd starts a call, collects its text and builds the final answer.
-func runToEnd[T any](ctx context.Context, call *Call, final func(*Stream, runner.Event, chatparse.Delta) T) (T, error) {
+func runToEnd[T any](ctx context.Context, call *Call, final func(*Stream, infer.Event, chatparse.Delta) T) (T, error) {
 	var zero T
 	s, err := call.Start(ctx)
 	if err != nil {
@@ -278,7 +264,7 @@ func runToEnd[T any](ctx context.Context, call *Call, final func(*Stream, runner
 	}
 	defer s.Close()
 	if s.LoadOnly() {
-		return final(s, runner.Event{}, chatparse.Delta{}), nil
+		return final(s, infer.Event{}, chatparse.Delta{}), nil
 	}
 	d, ev, err := s.collect()
 	if err != nil {
@@ -290,7 +276,7 @@ func runToEnd[T any](ctx context.Context, call *Call, final func(*Stream, runner
 // serve answers a call over HTTP: the whole answer when not streaming,
 // else NDJSON lines (chunk for each decided piece, the final answer last,
 // or an error line).
-func serve[T any](c echo.Context, stream *bool, call *Call, final func(*Stream, runner.Event, chatparse.Delta) T, chunk func(chatparse.Delta) any) error {
+func serve[T any](c echo.Context, stream *bool, call *Call, final func(*Stream, infer.Event, chatparse.Delta) T, chunk func(chatparse.Delta) any) error {
 	ctx := c.Request().Context()
 	if stream != nil && !*stream {
 		resp, err := runToEnd(ctx, call, final)
@@ -305,10 +291,10 @@ func serve[T any](c echo.Context, stream *bool, call *Call, final func(*Stream, 
 	}
 	defer s.Close()
 	if s.LoadOnly() {
-		return c.JSON(http.StatusOK, final(s, runner.Event{}, chatparse.Delta{}))
+		return c.JSON(http.StatusOK, final(s, infer.Event{}, chatparse.Delta{}))
 	}
-	return streamNDJSON(c, s, func(ev runner.Event) any {
-		d := s.Split(ev)
+	return streamNDJSON(c, s, func(ev infer.Event) any {
+		d := ev.Delta
 		if !ev.Done {
 			if d.Empty() {
 				return nil // held back by the parser: nothing decided yet

@@ -3,7 +3,6 @@ package ollama
 import (
 	"bytes"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 
 	"github.com/tadpole-llm/tadpole/server/api"
@@ -80,12 +79,4 @@ func apiToolCalls(calls []chatparse.ToolCall) []api.ToolCall {
 		out = append(out, api.ToolCall{ID: c.ID, Function: api.ToolCallFunction{Index: c.Index, Name: c.Name, Arguments: c.Arguments}})
 	}
 	return out
-}
-
-// logWarnings records what the output parser could not use (malformed
-// tool calls returned as content).
-func logWarnings(model string, p *chatparse.Parser) {
-	for _, w := range p.Warnings() {
-		slog.Warn("model output", "model", model, "warning", w)
-	}
 }

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -32,9 +31,6 @@ func (h *Handler) chat(c echo.Context, webui bool) error {
 	defer g.close()
 	a := &chatAnswer{g: g, model: req.Model, created: time.Now().Unix(), start: start, webui: webui, logprobs: req.Logprobs,
 		calls: make([]int, len(reqs))}
-	for _, r := range reqs {
-		a.parsers = append(a.parsers, chatparse.NewParser(r.Output))
-	}
 	a.id = newID("chatcmpl-")
 	if webui {
 		a.id = req.Model + "-" + newUUID()
@@ -54,22 +50,7 @@ type chatAnswer struct {
 	start    time.Time
 	webui    bool
 	logprobs bool
-	parsers  []*chatparse.Parser // per choice: content, thinking, tool calls
-	calls    []int               // per choice: tool calls sent
-}
-
-// split passes a choice's text through its output parser (flushing it at
-// the end).
-func (a *chatAnswer) split(i int, text string, done bool) chatparse.Delta {
-	p := a.parsers[i]
-	d := p.Next(text, done)
-	if done {
-		for _, w := range p.Warnings() {
-			slog.Warn("model output", "model", a.model, "warning", w)
-		}
-	}
-	a.calls[i] += len(d.ToolCalls)
-	return d
+	calls    []int // per choice: tool calls sent
 }
 
 // finish is a choice's finish_reason: "tool_calls" once it called a tool.
@@ -115,7 +96,8 @@ func (a *chatAnswer) respond(c echo.Context) error {
 	var t tally
 	for i, r := range res {
 		t.add(a.g, i, r.final)
-		d := a.split(i, r.text.String(), true)
+		d := r.out
+		a.calls[i] += len(d.ToolCalls)
 		msg := AnswerMessage{Role: "assistant", Content: d.Content, ReasoningContent: d.Thinking, ToolCalls: toolCalls(d.ToolCalls, false)}
 		ch := ChatChoice{Index: i, Message: msg, FinishReason: a.finish(i, finishReason(r.final))}
 		if a.logprobs {
@@ -151,7 +133,8 @@ func (a *chatAnswer) stream(c echo.Context, includeUsage bool) error {
 		}
 	}
 	t, ok := a.g.relay(s, func(x indexed) any {
-		d := a.split(x.i, x.ev.Text, x.ev.Done)
+		d := x.ev.Delta
+		a.calls[x.i] += len(d.ToolCalls)
 		if d.Empty() && (!a.logprobs || len(x.ev.Logprobs) == 0) {
 			return nil
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
@@ -190,7 +189,7 @@ func (a *completionAnswer) completion(choices ...CompletionChoice) Completion {
 
 // logprobsOf converts the runner's log-probabilities; offset is where the
 // first token's text begins in the choice's text (in bytes).
-func (a *completionAnswer) logprobsOf(lps []runner.TokenLogprob, offset int) *CompletionLogprobs {
+func (a *completionAnswer) logprobsOf(lps []infer.TokenLogprob, offset int) *CompletionLogprobs {
 	if !a.withLogprobs {
 		return nil
 	}
@@ -224,7 +223,7 @@ func (a *completionAnswer) respond(c echo.Context) error {
 	for i, r := range res {
 		t.add(a.g, i, r.final)
 		reason := finishReason(r.final)
-		out.Choices[i] = CompletionChoice{Text: a.echoed(i) + r.text.String(), Index: i, Logprobs: a.logprobsOf(r.logprobs, 0), FinishReason: &reason}
+		out.Choices[i] = CompletionChoice{Text: a.echoed(i) + r.out.Content, Index: i, Logprobs: a.logprobsOf(r.logprobs, 0), FinishReason: &reason}
 	}
 	out.Usage = t.usage()
 	return c.JSON(http.StatusOK, out)
@@ -242,10 +241,10 @@ func (a *completionAnswer) stream(c echo.Context, includeUsage bool) error {
 		}
 	}
 	t, ok := a.g.relay(s, func(x indexed) any {
-		if x.ev.Text == "" && (!a.withLogprobs || len(x.ev.Logprobs) == 0) {
+		if x.ev.Content == "" && (!a.withLogprobs || len(x.ev.Logprobs) == 0) {
 			return nil
 		}
-		ch := CompletionChoice{Text: x.ev.Text, Index: x.i, Logprobs: a.logprobsOf(x.ev.Logprobs, offsets[x.i])}
+		ch := CompletionChoice{Text: x.ev.Content, Index: x.i, Logprobs: a.logprobsOf(x.ev.Logprobs, offsets[x.i])}
 		for _, lp := range x.ev.Logprobs {
 			offsets[x.i] += len(lp.Token)
 		}

@@ -7,12 +7,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/engine/runner"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
@@ -25,18 +24,18 @@ type gen struct {
 	in      *infer.Instance
 	n       int // choices per prompt
 	count   int // choices in all
-	streams []*runner.Stream
+	streams []*infer.Stream
 	ended   []bool
 	left    int // streams whose final event was not read yet
 	notify  chan struct{}
 	ctx     context.Context
 	cancel  context.CancelFunc
-	evs     []runner.Event // reused by next
+	evs     []infer.Event // reused by next
 }
 
 type indexed struct {
 	i  int
-	ev runner.Event
+	ev infer.Event
 }
 
 // start gets model's instance and starts every request on it. Cancelling
@@ -75,7 +74,7 @@ func (g *gen) next(buf []indexed) ([]indexed, error) {
 				continue
 			}
 			var err error
-			g.evs, err = st.TryRecv(g.evs[:0])
+			g.evs, err = st.TryNext(g.evs[:0])
 			for _, ev := range g.evs {
 				buf = append(buf, indexed{i, ev})
 				if ev.Done {
@@ -110,9 +109,9 @@ func (g *gen) close() {
 
 // result is one choice's output.
 type result struct {
-	text     strings.Builder
-	logprobs []runner.TokenLogprob
-	final    runner.Event
+	out      chatparse.Delta // content, thinking and tool calls
+	logprobs []infer.TokenLogprob
+	final    infer.Event
 	done     bool
 }
 
@@ -128,7 +127,7 @@ func (g *gen) collect() ([]*result, error) {
 		buf, err = g.next(buf[:0])
 		for _, x := range buf {
 			r := res[x.i]
-			r.text.WriteString(x.ev.Text)
+			r.out.Append(x.ev.Delta)
 			r.logprobs = append(r.logprobs, x.ev.Logprobs...)
 			if x.ev.Done {
 				if x.ev.Err != nil {
@@ -168,7 +167,7 @@ func (g *gen) fingerprint() string {
 }
 
 // finishReason is OpenAI's finish_reason for a runner's done reason.
-func finishReason(ev runner.Event) string {
+func finishReason(ev infer.Event) string {
 	if ev.DoneReason == "length" {
 		return "length"
 	}
@@ -183,7 +182,7 @@ type tally struct {
 	promptEvalDur, evalDur                 time.Duration
 }
 
-func (t *tally) add(g *gen, i int, ev runner.Event) {
+func (t *tally) add(g *gen, i int, ev infer.Event) {
 	st := ev.Stats
 	if i%g.n == 0 {
 		t.prompt += st.PromptTokens
@@ -203,7 +202,7 @@ func (t *tally) usage() *Usage {
 }
 
 // chatLogprobs converts the runner's log-probabilities.
-func chatLogprobs(lps []runner.TokenLogprob) []TokenLogprob {
+func chatLogprobs(lps []infer.TokenLogprob) []TokenLogprob {
 	out := make([]TokenLogprob, len(lps))
 	for i, lp := range lps {
 		out[i] = TokenLogprob{Token: lp.Token, Logprob: float64(lp.Logprob), Bytes: tokenBytes(lp.Token), TopLogprobs: []TopLogprob{}}

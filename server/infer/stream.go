@@ -1,0 +1,85 @@
+package infer
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/engine/runner"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
+)
+
+// TokenLogprob is a generated token's log-probability, with the most
+// likely alternatives when they were asked for.
+type TokenLogprob = runner.TokenLogprob
+
+// Stats are a generation's counters and timings, in Ollama's terms.
+type Stats = runner.Stats
+
+// Event is one piece of a generation as a dialect encodes it: the new
+// text split into content, thinking and tool calls (the model's output
+// parsed once, here, for every dialect), the log-probabilities of its
+// tokens and, on the final event (Done), how it ended: DoneReason
+// ("stop", "length", "cancel") or Err, the statistics, and the whole token
+// sequence (prompt and output) for Ollama's context.
+type Event struct {
+	chatparse.Delta
+	Logprobs   []TokenLogprob
+	Done       bool
+	DoneReason string
+	Err        error
+	Stats      Stats
+	Tokens     []engine.Token
+}
+
+// Stream is a started generation. Read it with Next (or TryNext and
+// Ready, to wait on several); the events queued since the last read come
+// together, so a writer slower than the model sends them in one write.
+// Cancelling the context given to Start ends the generation; nothing needs
+// to drain a stream.
+type Stream struct {
+	gen    *runner.Stream
+	ctx    context.Context
+	parser *chatparse.Parser
+	model  string
+	raw    []runner.Event
+}
+
+func newStream(ctx context.Context, gen *runner.Stream, out chatparse.Options, model string) *Stream {
+	return &Stream{gen: gen, ctx: ctx, parser: chatparse.NewParser(out), model: model}
+}
+
+// Next appends the generation's next events to dst, waiting for one if
+// none is queued. It returns io.EOF after the final event, or the error
+// of Start's context if that ends first.
+func (s *Stream) Next(dst []Event) ([]Event, error) {
+	var err error
+	s.raw, err = s.gen.Recv(s.ctx, s.raw[:0])
+	return s.convert(dst), err
+}
+
+// TryNext is Next without waiting: it may return no events.
+func (s *Stream) TryNext(dst []Event) ([]Event, error) {
+	var err error
+	s.raw, err = s.gen.TryRecv(s.raw[:0])
+	return s.convert(dst), err
+}
+
+// Ready is signalled when events may be queued (TryNext tells).
+func (s *Stream) Ready() <-chan struct{} { return s.gen.Ready() }
+
+// convert splits the text of the events read into deltas; at the final
+// event the parser gives up what it held back and its warnings are logged.
+func (s *Stream) convert(dst []Event) []Event {
+	for _, ev := range s.raw {
+		d := s.parser.Next(ev.Text, ev.Done)
+		if ev.Done {
+			for _, w := range s.parser.Warnings() {
+				slog.Warn("model output", "model", s.model, "warning", w)
+			}
+		}
+		dst = append(dst, Event{Delta: d, Logprobs: ev.Logprobs, Done: ev.Done, DoneReason: ev.DoneReason,
+			Err: ev.Err, Stats: ev.Stats, Tokens: ev.Tokens})
+	}
+	return dst
+}
