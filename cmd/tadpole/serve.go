@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/engine/gpu"
 	"github.com/tadpole-llm/tadpole/server"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
@@ -54,107 +53,25 @@ func defaultModelsDir() string {
 }
 
 func serve(args []string) error {
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	host := fs.String("host", env("TADPOLE_HOST", "127.0.0.1:11434"), "address to listen on (TADPOLE_HOST)")
-	modelsDir := fs.String("models", env("TADPOLE_MODELS", defaultModelsDir()), "directory of models (TADPOLE_MODELS)")
-	parallel := fs.Int("parallel", envInt("TADPOLE_NUM_PARALLEL", 4), "parallel requests per loaded model (TADPOLE_NUM_PARALLEL)")
-	numCtx := fs.Int("context-length", envInt("TADPOLE_CONTEXT_LENGTH", 0), "default context per request in tokens; 0: min(4096, the model's) (TADPOLE_CONTEXT_LENGTH)")
-	maxLoaded := fs.Int("max-loaded-models", envInt("TADPOLE_MAX_LOADED_MODELS", 0), "most model instances loaded at once; 0: as many as fit in memory (TADPOLE_MAX_LOADED_MODELS)")
-	maxQueue := fs.Int("max-queue", envInt("TADPOLE_MAX_QUEUE", 512), "most requests waiting for a slot before answering 503 (TADPOLE_MAX_QUEUE)")
-	keepAlive := fs.String("keep-alive", env("TADPOLE_KEEP_ALIVE", "5m"), "how long an idle model stays loaded; negative: forever (TADPOLE_KEEP_ALIVE)")
-	maxCtx := fs.Int("max-ctx", envInt("TADPOLE_MAX_CTX", 0), "largest context a request may ask for with num_ctx; 0: the model's trained context (TADPOLE_MAX_CTX)")
-	threads := fs.Int("threads", envInt("TADPOLE_NUM_THREADS", 0), "CPU threads per model; 0: all CPUs (TADPOLE_NUM_THREADS)")
-	flash := fs.String("flash-attention", env("TADPOLE_FLASH_ATTENTION", "on"), "flash attention: on, off or auto (TADPOLE_FLASH_ATTENTION)")
-	kvType := fs.String("kv-cache-type", env("TADPOLE_KV_CACHE_TYPE", "f16"), "KV cache type: f16, q8_0, q4_0 … (TADPOLE_KV_CACHE_TYPE)")
-	backends := fs.String("backends", env("TADPOLE_BACKENDS", ""), "directory of GPU backend libraries (default: lib/tadpole beside the binary) (TADPOLE_BACKENDS)")
-	logLevel := fs.String("log-level", env("TADPOLE_LOG_LEVEL", "info"), "debug, info, warn or error (TADPOLE_LOG_LEVEL)")
-	origins := fs.String("origins", env("TADPOLE_ORIGINS", ""), "extra origins browsers may call from, comma-separated ('*' matches anything); Ollama's local origins are always allowed (TADPOLE_ORIGINS)")
-	logFormat := fs.String("log-format", env("TADPOLE_LOG_FORMAT", "text"), "text or json (TADPOLE_LOG_FORMAT)")
-	allowRegistry := fs.StringArray("allow-registry", splitList(env("TADPOLE_ALLOW_REGISTRY", "")), "registry HOST or HOST:PORT that pulls and pushes may reach at a loopback, link-local or private address; repeatable or comma-separated (TADPOLE_ALLOW_REGISTRY)")
-	maxBlob := fs.String("max-blob-size", env("TADPOLE_MAX_BLOB_SIZE", "512GiB"), "largest blob an upload, import or pull may store; larger ones get 413; 0: no limit (TADPOLE_MAX_BLOB_SIZE)")
-	minFree := fs.String("min-free-disk", env("TADPOLE_MIN_FREE_DISK", "1GiB"), "free space writes must leave on the models disk; writes below it get 507; 0: none (TADPOLE_MIN_FREE_DISK)")
-	writeTimeout := fs.Duration("write-timeout", envDuration("TADPOLE_WRITE_TIMEOUT", dialect.DefaultWriteTimeout), "longest one write of a streamed answer may take; a client that stops reading loses its request (and slot) then (TADPOLE_WRITE_TIMEOUT)")
-	debugAddr := fs.String("debug-addr", env("TADPOLE_DEBUG_ADDR", ""), "address to serve Go's pprof profiles on (/debug/pprof/), e.g. 127.0.0.1:6060; off when empty (TADPOLE_DEBUG_ADDR)")
-	apiFlags := addAPIFlags(fs)
-	boundary := addBoundaryFlags(fs)
-	fs.SortFlags = false
-	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "Usage: tadpole serve [flags]\n\nFlags:\n%s", fs.FlagUsages())
+	o, err := parseServeFlags(args)
+	if o == nil || err != nil {
+		return err // nil after --help
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
-			return nil
-		}
+	if err := setupLogging(*o.logLevel, *o.logFormat); err != nil {
 		return err
 	}
-	if err := setupLogging(*logLevel, *logFormat); err != nil {
-		return err
-	}
-	var ka api.Duration
-	if err := ka.UnmarshalJSON([]byte(strconv.Quote(*keepAlive))); err != nil {
-		return fmt.Errorf("--keep-alive: %w", err)
-	}
-	fa, err := parseFlash(*flash)
+	sc, err := o.schedConfig()
 	if err != nil {
 		return err
 	}
-	if err := checkServeLimits(*parallel, *numCtx, *maxCtx, *threads); err != nil {
-		return err
-	}
-	engine.Init(backendDir(*backends))
-	ggmlGPUs := 0
-	for _, d := range engine.Devices() {
-		slog.Info("device", "name", d.Name, "description", d.Description, "type", d.Type,
-			"free_mib", d.FreeBytes>>20, "total_mib", d.TotalBytes>>20)
-		if d.Type == "gpu" {
-			ggmlGPUs++
-		}
-	}
-	// Cross-check NVML's inventory (placement) with ggml's devices (where
-	// layers can actually go).
-	nvmlGPUs, err := gpu.NVML().Devices()
+	engine.Init(backendDir(*o.backends))
+	logDevices()
+	cfg, err := o.serverConfig(sc)
 	if err != nil {
-		slog.Warn("NVML inventory failed", "error", err)
-	}
-	for _, d := range nvmlGPUs {
-		slog.Info("gpu", "index", d.Index, "name", d.Name, "uuid", d.UUID, "free_mib", d.FreeBytes>>20,
-			"total_mib", d.TotalBytes>>20, "driver", d.Driver, "cuda", d.CUDA)
-	}
-	switch {
-	case len(nvmlGPUs) > 0 && ggmlGPUs == 0:
-		slog.Warn("NVML sees GPUs but no GPU backend is loaded: models run on the CPU (see --backends)", "nvml_gpus", len(nvmlGPUs))
-	case ggmlGPUs > 0 && len(nvmlGPUs) != ggmlGPUs:
-		slog.Warn("NVML and ggml disagree on the number of GPUs", "nvml", len(nvmlGPUs), "ggml", ggmlGPUs)
-	}
-	slog.Info("engine", "version", engine.Version, "cpu_flags", engine.BuildFlags, "system", engine.SystemInfo())
-
-	cfg := server.Config{
-		ModelsDir: *modelsDir,
-		Sched: sched.Config{
-			Parallel: *parallel, NumCtx: *numCtx, MaxLoaded: *maxLoaded, KeepAlive: ka.Duration,
-			MaxCtx: *maxCtx, Threads: *threads, FlashAttn: fa, KVType: *kvType, MaxQueue: *maxQueue,
-		},
-	}
-	if *writeTimeout <= 0 {
-		return fmt.Errorf("--write-timeout must be positive, not %s", *writeTimeout)
-	}
-	cfg.WriteTimeout = *writeTimeout
-	if err := apiFlags.apply(&cfg); err != nil {
 		return err
 	}
-	if err := applyStoreFlags(&cfg, *allowRegistry, *maxBlob, *minFree); err != nil {
-		return err
-	}
-	if *origins != "" {
-		cfg.CORSOrigins = append([]string(nil), server.DefaultCORSOrigins...)
-		for _, o := range strings.Split(*origins, ",") {
-			if o = strings.TrimSpace(o); o != "" {
-				cfg.CORSOrigins = append(cfg.CORSOrigins, o)
-			}
-		}
-	}
-	addr := listenAddr(*host)
-	cert, err := boundary.apply(&cfg, addr)
+	addr := listenAddr(*o.host)
+	cert, err := o.boundary.apply(&cfg, addr)
 	if err != nil {
 		return err
 	}
@@ -163,17 +80,121 @@ func serve(args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	slog.Info("Tadpole is listening", "addr", ln.Addr().String(), "tls", cert != nil, "models", *modelsDir, "parallel", *parallel)
+	slog.Info("Tadpole is listening", "addr", ln.Addr().String(), "tls", cert != nil, "models", *o.modelsDir, "parallel", *o.parallel)
+	return runServer(srv, ln, o, cert)
+}
 
+// serveOptions are serve's flags, each defaulting to its environment
+// variable.
+type serveOptions struct {
+	host, modelsDir, keepAlive, flash, kvType, backends *string
+	logLevel, origins, logFormat, maxBlob, minFree      *string
+	debugAddr                                           *string
+	parallel, numCtx, maxLoaded, maxQueue, maxCtx       *int
+	threads                                             *int
+	allowRegistry                                       *[]string
+	writeTimeout                                        *time.Duration
+	api                                                 *apiFlags
+	boundary                                            *boundaryFlags
+}
+
+// parseServeFlags parses serve's arguments; it returns nil options (and
+// no error) after printing --help.
+func parseServeFlags(args []string) (*serveOptions, error) {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	o := &serveOptions{}
+	o.host = fs.String("host", env("TADPOLE_HOST", "127.0.0.1:11434"), "address to listen on (TADPOLE_HOST)")
+	o.modelsDir = fs.String("models", env("TADPOLE_MODELS", defaultModelsDir()), "directory of models (TADPOLE_MODELS)")
+	o.parallel = fs.Int("parallel", envInt("TADPOLE_NUM_PARALLEL", 4), "parallel requests per loaded model (TADPOLE_NUM_PARALLEL)")
+	o.numCtx = fs.Int("context-length", envInt("TADPOLE_CONTEXT_LENGTH", 0), "default context per request in tokens; 0: min(4096, the model's) (TADPOLE_CONTEXT_LENGTH)")
+	o.maxLoaded = fs.Int("max-loaded-models", envInt("TADPOLE_MAX_LOADED_MODELS", 0), "most model instances loaded at once; 0: as many as fit in memory (TADPOLE_MAX_LOADED_MODELS)")
+	o.maxQueue = fs.Int("max-queue", envInt("TADPOLE_MAX_QUEUE", 512), "most requests waiting for a slot before answering 503 (TADPOLE_MAX_QUEUE)")
+	o.keepAlive = fs.String("keep-alive", env("TADPOLE_KEEP_ALIVE", "5m"), "how long an idle model stays loaded; negative: forever (TADPOLE_KEEP_ALIVE)")
+	o.maxCtx = fs.Int("max-ctx", envInt("TADPOLE_MAX_CTX", 0), "largest context a request may ask for with num_ctx; 0: the model's trained context (TADPOLE_MAX_CTX)")
+	o.threads = fs.Int("threads", envInt("TADPOLE_NUM_THREADS", 0), "CPU threads per model; 0: all CPUs (TADPOLE_NUM_THREADS)")
+	o.flash = fs.String("flash-attention", env("TADPOLE_FLASH_ATTENTION", "on"), "flash attention: on, off or auto (TADPOLE_FLASH_ATTENTION)")
+	o.kvType = fs.String("kv-cache-type", env("TADPOLE_KV_CACHE_TYPE", "f16"), "KV cache type: f16, q8_0, q4_0 … (TADPOLE_KV_CACHE_TYPE)")
+	o.backends = fs.String("backends", env("TADPOLE_BACKENDS", ""), "directory of GPU backend libraries (default: lib/tadpole beside the binary) (TADPOLE_BACKENDS)")
+	o.logLevel = fs.String("log-level", env("TADPOLE_LOG_LEVEL", "info"), "debug, info, warn or error (TADPOLE_LOG_LEVEL)")
+	o.origins = fs.String("origins", env("TADPOLE_ORIGINS", ""), "extra origins browsers may call from, comma-separated ('*' matches anything); Ollama's local origins are always allowed (TADPOLE_ORIGINS)")
+	o.logFormat = fs.String("log-format", env("TADPOLE_LOG_FORMAT", "text"), "text or json (TADPOLE_LOG_FORMAT)")
+	o.allowRegistry = fs.StringArray("allow-registry", splitList(env("TADPOLE_ALLOW_REGISTRY", "")), "registry HOST or HOST:PORT that pulls and pushes may reach at a loopback, link-local or private address; repeatable or comma-separated (TADPOLE_ALLOW_REGISTRY)")
+	o.maxBlob = fs.String("max-blob-size", env("TADPOLE_MAX_BLOB_SIZE", "512GiB"), "largest blob an upload, import or pull may store; larger ones get 413; 0: no limit (TADPOLE_MAX_BLOB_SIZE)")
+	o.minFree = fs.String("min-free-disk", env("TADPOLE_MIN_FREE_DISK", "1GiB"), "free space writes must leave on the models disk; writes below it get 507; 0: none (TADPOLE_MIN_FREE_DISK)")
+	o.writeTimeout = fs.Duration("write-timeout", envDuration("TADPOLE_WRITE_TIMEOUT", dialect.DefaultWriteTimeout), "longest one write of a streamed answer may take; a client that stops reading loses its request (and slot) then (TADPOLE_WRITE_TIMEOUT)")
+	o.debugAddr = fs.String("debug-addr", env("TADPOLE_DEBUG_ADDR", ""), "address to serve Go's pprof profiles on (/debug/pprof/), e.g. 127.0.0.1:6060; off when empty (TADPOLE_DEBUG_ADDR)")
+	o.api = addAPIFlags(fs)
+	o.boundary = addBoundaryFlags(fs)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage: tadpole serve [flags]\n\nFlags:\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return o, nil
+}
+
+// schedConfig checks the scheduler's flags and returns its config.
+func (o *serveOptions) schedConfig() (sched.Config, error) {
+	var ka api.Duration
+	if err := ka.UnmarshalJSON([]byte(strconv.Quote(*o.keepAlive))); err != nil {
+		return sched.Config{}, fmt.Errorf("--keep-alive: %w", err)
+	}
+	fa, err := parseFlash(*o.flash)
+	if err != nil {
+		return sched.Config{}, err
+	}
+	if err := checkServeLimits(*o.parallel, *o.numCtx, *o.maxCtx, *o.threads); err != nil {
+		return sched.Config{}, err
+	}
+	return sched.Config{
+		Parallel: *o.parallel, NumCtx: *o.numCtx, MaxLoaded: *o.maxLoaded, KeepAlive: ka.Duration,
+		MaxCtx: *o.maxCtx, Threads: *o.threads, FlashAttn: fa, KVType: *o.kvType, MaxQueue: *o.maxQueue,
+	}, nil
+}
+
+// serverConfig builds the server's config (all but the boundary flags,
+// which need the listen address) around the scheduler's.
+func (o *serveOptions) serverConfig(sc sched.Config) (server.Config, error) {
+	cfg := server.Config{ModelsDir: *o.modelsDir, Sched: sc}
+	if *o.writeTimeout <= 0 {
+		return cfg, fmt.Errorf("--write-timeout must be positive, not %s", *o.writeTimeout)
+	}
+	cfg.WriteTimeout = *o.writeTimeout
+	if err := o.api.apply(&cfg); err != nil {
+		return cfg, err
+	}
+	if err := applyStoreFlags(&cfg, *o.allowRegistry, *o.maxBlob, *o.minFree); err != nil {
+		return cfg, err
+	}
+	if *o.origins != "" {
+		cfg.CORSOrigins = append([]string(nil), server.DefaultCORSOrigins...)
+		for _, s := range strings.Split(*o.origins, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				cfg.CORSOrigins = append(cfg.CORSOrigins, s)
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// runServer serves srv on ln, with the metrics and debug listeners the
+// flags ask for, until one of them fails or SIGINT or SIGTERM comes;
+// then it shuts srv down, waiting up to 10s for the requests in flight.
+func runServer(srv *server.Server, ln net.Listener, o *serveOptions, cert *server.Certificate) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 3)
 	go func() { errc <- srv.Serve(ln) }()
-	if err := boundary.serveMetrics(srv, errc); err != nil {
+	if err := o.boundary.serveMetrics(srv, errc); err != nil {
 		srv.Shutdown(context.Background())
 		return err
 	}
-	if _, err := serveDebug(*debugAddr, errc); err != nil {
+	if _, err := serveDebug(*o.debugAddr, errc); err != nil {
 		srv.Shutdown(context.Background())
 		return err
 	}
