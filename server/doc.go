@@ -1,6 +1,37 @@
-// Package server is Tadpole's HTTP layer: an echo server with request IDs,
-// logging and panic recovery, and the routes of every API dialect
-// (server/ollama today). Handlers decode and validate requests into the
-// runner's request type and go through the scheduler (server/sched); they
-// never touch llama.cpp directly.
+// Package server is Tadpole's HTTP layer. New builds one echo server over
+// one model store (models), one scheduler (server/sched) and the one
+// generation path (server/infer), and registers every API dialect on it:
+// Ollama's native API under /api/ (server/ollama), OpenAI's under /v1/
+// and Open WebUI's POST /api/chat/completions (server/openai), and the
+// Anura job and streaming API under /api/v1/ (server/anura), whose jobs
+// server/jobs stores and runs.
+//
+// Every request goes through, in order: a request ID; panic recovery;
+// the browser boundary (boundary.go, cors.go): the Host guard on loopback
+// listeners, the Origin guard and CORS; the request log, which also
+// counts and traces the request (server/telemetry) and lists it for the
+// report printed if llama.cpp aborts the process; the body type guard
+// (JSON or form-encoded bodies only); authentication (server/auth: API
+// keys, the admin scope for model management, per-key rate and stream
+// limits, per-key counters in server/usage); and the body size limit
+// (bodylimit.go; blob uploads are exempt). What is refused before a
+// dialect's handler runs is answered in the shape of the path's dialect
+// (server/dialect).
+//
+// Streamed answers (NDJSON or Server-Sent Events) of every dialect are
+// written by dialect.StreamWriter, each write bounded by
+// Config.WriteTimeout: a client that stops reading loses its request and
+// frees its slot. server/chatparse splits a chat model's output into
+// content, thinking and tool calls.
+//
+// Serve speaks HTTPS when Config.TLS is set (tls.go: a Certificate read
+// again on SIGHUP). With Config.MetricsListener, /metrics leaves the API
+// for the listener given to ServeMetrics, where it needs no key. Shutdown
+// stops accepting, waits for the requests in flight, puts running jobs
+// back in the queue and unloads every model.
+//
+// The package never touches the engine directly: handlers decode and
+// validate requests and go through server/infer and the scheduler, which
+// alone load, place and evict models. Its one use of package engine is
+// registering that abort report (engine.OnAbort).
 package server
