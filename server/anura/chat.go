@@ -19,17 +19,17 @@ import (
 // chatRequest is the body of POST /api/v1/chat/completions. The sampling
 // fields at the top override the same Ollama options in Options.
 type chatRequest struct {
-	Model            string         `json:"model"`
-	Messages         []api.Message  `json:"messages"`
-	MaxTokens        *int           `json:"max_tokens"`
-	Temperature      any            `json:"temperature"`
-	TopP             any            `json:"top_p"`
-	Seed             any            `json:"seed"`
-	Stop             any            `json:"stop"`
-	FrequencyPenalty any            `json:"frequency_penalty"`
-	PresencePenalty  any            `json:"presence_penalty"`
-	Options          map[string]any `json:"options"`
-	KeepAlive        *api.Duration  `json:"keep_alive"`
+	Model            string          `json:"model"`
+	Messages         []api.Message   `json:"messages"`
+	MaxTokens        *int            `json:"max_tokens"`
+	Temperature      *float64        `json:"temperature"`
+	TopP             *float64        `json:"top_p"`
+	Seed             *int64          `json:"seed"`
+	Stop             json.RawMessage `json:"stop"`
+	FrequencyPenalty *float64        `json:"frequency_penalty"`
+	PresencePenalty  *float64        `json:"presence_penalty"`
+	Options          map[string]any  `json:"options"`
+	KeepAlive        *api.Duration   `json:"keep_alive"`
 }
 
 // processing is the event sent while the request waits for the model
@@ -57,6 +57,38 @@ type final struct {
 	PromptEvalDuration time.Duration `json:"prompt_eval_duration"`
 	EvalCount          int           `json:"eval_count"`
 	EvalDuration       time.Duration `json:"eval_duration"`
+}
+
+// prepareChat resolves a chat's options the way every OpenAI-style door
+// does: OpenAI's defaults, the model's parameters, the request's options
+// map (Ollama's names), then its OpenAI fields through infer's one mapper
+// (ranges, top_p 0 as "the most likely token only"), max_tokens last.
+func (h *Handler) prepareChat(req *chatRequest) (*ollama.Call, error) {
+	base := api.DefaultOptions()
+	infer.OpenAIDefaults(&base)
+	opts, err := ollama.Options(h.Infer, req.Model, base, req.Options)
+	if err != nil {
+		code, msg := ollama.StatusOf(err)
+		return nil, errorf(code, "%s", msg)
+	}
+	smp := infer.OpenAISampling{
+		Temperature: req.Temperature, TopP: req.TopP, FrequencyPenalty: req.FrequencyPenalty,
+		PresencePenalty: req.PresencePenalty, Stop: req.Stop, Seed: req.Seed,
+	}
+	if err := smp.Apply(&opts); err != nil {
+		return nil, errorf(http.StatusBadRequest, "%v", err)
+	}
+	if req.MaxTokens != nil {
+		opts.NumPredict = *req.MaxTokens
+	}
+	call, err := ollama.Runner{Infer: h.Infer}.PrepareChatWith(&api.ChatRequest{
+		Model: req.Model, Messages: req.Messages, KeepAlive: req.KeepAlive,
+	}, opts)
+	if err != nil {
+		code, msg := ollama.StatusOf(err)
+		return nil, errorf(code, "%s", msg)
+	}
+	return call, nil
 }
 
 // updateEvery is how often a request waiting for its model is told so.
@@ -87,27 +119,9 @@ func (h *Handler) chat(c echo.Context) error {
 	if len(req.Messages) == 0 {
 		return errorf(http.StatusBadRequest, "messages is required")
 	}
-	opts := map[string]any{}
-	for k, v := range req.Options {
-		opts[k] = v
-	}
-	if req.MaxTokens != nil {
-		opts["num_predict"] = *req.MaxTokens
-	}
-	for k, v := range map[string]any{
-		"temperature": req.Temperature, "top_p": req.TopP, "seed": req.Seed, "stop": req.Stop,
-		"frequency_penalty": req.FrequencyPenalty, "presence_penalty": req.PresencePenalty,
-	} {
-		if v != nil {
-			opts[k] = v
-		}
-	}
-	call, err := ollama.Runner{Infer: h.Infer}.PrepareChat(&api.ChatRequest{
-		Model: req.Model, Messages: req.Messages, Options: opts, KeepAlive: req.KeepAlive,
-	})
+	call, err := h.prepareChat(&req)
 	if err != nil {
-		code, msg := ollama.StatusOf(err)
-		return errorf(code, "%s", msg)
+		return err
 	}
 
 	w := dialect.NewStreamWriter(c, "text/event-stream")

@@ -244,11 +244,18 @@ func (s *Service) resolve(model string) (models.Entry, error) {
 // defaults with the model's own parameters (its Modelfile's PARAMETER
 // lines) applied. The request's options go on top.
 func (s *Service) ModelOptions(model string) (api.Options, error) {
+	return s.ModelOptionsFrom(model, api.DefaultOptions())
+}
+
+// ModelOptionsFrom is ModelOptions starting from base instead of Ollama's
+// defaults (e.g. with OpenAIDefaults applied): the model's parameters
+// still come on top.
+func (s *Service) ModelOptionsFrom(model string, base api.Options) (api.Options, error) {
 	entry, err := s.resolve(model)
 	if err != nil {
-		return api.DefaultOptions(), err
+		return base, err
 	}
-	return entryOptions(entry)
+	return entryOptionsFrom(entry, base)
 }
 
 // entryOptions are Ollama's defaults with a resolved model's parameters
@@ -256,7 +263,10 @@ func (s *Service) ModelOptions(model string) (api.Options, error) {
 // (models.CheckParams: a model stored before a bound existed is refused
 // here, not handed to the engine).
 func entryOptions(entry models.Entry) (api.Options, error) {
-	opts := api.DefaultOptions()
+	return entryOptionsFrom(entry, api.DefaultOptions())
+}
+
+func entryOptionsFrom(entry models.Entry, opts api.Options) (api.Options, error) {
 	if err := models.CheckParams(entry.Params); err != nil {
 		return opts, Errorf(LoadFailed, "model %q has an invalid parameter: %v", entry.Name.String(), err)
 	}

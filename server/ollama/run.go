@@ -50,10 +50,17 @@ type Stream struct {
 // options checks a request's model name and applies its options over
 // the model's (Ollama's defaults with the model's PARAMETER values).
 func options(svc *infer.Service, model string, m map[string]any) (api.Options, error) {
+	return Options(svc, model, api.DefaultOptions(), m)
+}
+
+// Options resolves a request's options: base, then the model's PARAMETER
+// values, then m (Ollama's option names); errors are HTTP errors (a
+// missing model is a 404).
+func Options(svc *infer.Service, model string, base api.Options, m map[string]any) (api.Options, error) {
 	if model == "" {
 		return api.Options{}, errorf(http.StatusBadRequest, "model is required")
 	}
-	opts, err := svc.ModelOptions(model)
+	opts, err := svc.ModelOptionsFrom(model, base)
 	if err != nil {
 		return opts, inferError(err)
 	}
@@ -95,11 +102,18 @@ func (r Runner) PrepareGenerate(req *api.GenerateRequest) (*Call, error) {
 
 // PrepareChat validates an /api/chat request.
 func (r Runner) PrepareChat(req *api.ChatRequest) (*Call, error) {
-	start := time.Now()
 	opts, err := options(r.Infer, req.Model, req.Options)
 	if err != nil {
 		return nil, err
 	}
+	return r.PrepareChatWith(req, opts)
+}
+
+// PrepareChatWith is PrepareChat with the options already resolved
+// (req.Options is not read): for a caller that maps another dialect's
+// fields onto them.
+func (r Runner) PrepareChatWith(req *api.ChatRequest, opts api.Options) (*Call, error) {
+	start := time.Now()
 	grammar, err := formatGrammar(req.Format)
 	if err != nil {
 		return nil, err

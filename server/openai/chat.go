@@ -73,10 +73,11 @@ func (h *Handler) prepareChat(req *ChatRequest) ([]*infer.Request, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	n, err := sampling{
+	smp := infer.OpenAISampling{
 		Temperature: req.Temperature, TopP: req.TopP, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty,
-		Stop: req.Stop, Seed: req.Seed, N: req.N, LogitBias: req.LogitBias,
-	}.apply(&opts)
+		Stop: req.Stop, Seed: req.Seed, LogitBias: req.LogitBias,
+	}
+	n, err := sampling{OpenAISampling: smp, N: req.N}.apply(&opts)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -106,7 +107,7 @@ func (h *Handler) prepareChat(req *ChatRequest) ([]*infer.Request, int, error) {
 		return nil, 0, invalid("reasoning_effort", "Invalid value for 'reasoning_effort': %q. Supported values are: 'none', 'minimal', 'low', 'medium', 'high' and 'xhigh'.", req.ReasoningEffort)
 	}
 	ireq := &infer.Request{
-		Model: req.Model, Chat: true, Messages: msgs, Options: opts, Grammar: gram, LogitBias: logitBias(req.LogitBias),
+		Model: req.Model, Chat: true, Messages: msgs, Options: opts, Grammar: gram, LogitBias: smp.Bias(),
 		Logprobs: req.Logprobs, TopLogprobs: top,
 		Tools: tools, ToolChoice: choice, ToolName: name, Think: think, TemplateVars: vars,
 	}

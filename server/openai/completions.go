@@ -89,10 +89,11 @@ func (h *Handler) prepareCompletion(req *CompletionRequest) ([]promptInput, []*i
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	n, err := sampling{
+	smp := infer.OpenAISampling{
 		Temperature: req.Temperature, TopP: req.TopP, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty,
-		Stop: req.Stop, Seed: req.Seed, N: req.N, LogitBias: req.LogitBias,
-	}.apply(&opts)
+		Stop: req.Stop, Seed: req.Seed, LogitBias: req.LogitBias,
+	}
+	n, err := sampling{OpenAISampling: smp, N: req.N}.apply(&opts)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -110,7 +111,7 @@ func (h *Handler) prepareCompletion(req *CompletionRequest) ([]promptInput, []*i
 		}
 		base := &infer.Request{
 			Model: req.Model, Raw: true, Prompt: p.text, Suffix: suffix, Context: p.tokens, Options: opts,
-			LogitBias: logitBias(req.LogitBias),
+			LogitBias: smp.Bias(),
 			Logprobs:  req.Logprobs != nil, TopLogprobs: top,
 		}
 		reqs = append(reqs, choices(base, n)...)

@@ -123,10 +123,7 @@ func article(v string) string {
 // exists.
 func (h *Handler) options(model string, numPredict int) (api.Options, error) {
 	opts := api.DefaultOptions()
-	// top_k stays at 40, as on Ollama's and llama-server's OpenAI
-	// endpoints (OpenAI has no top_k): the draw is over the 40 most
-	// likely tokens, not the whole vocabulary's long tail.
-	opts.Temperature, opts.TopP, opts.RepeatPenalty = 1, 1, 1
+	infer.OpenAIDefaults(&opts)
 	opts.NumPredict = numPredict
 	entry, err := h.Store.Resolve(model)
 	if err != nil {

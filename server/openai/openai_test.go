@@ -72,28 +72,6 @@ func TestErrorShape(t *testing.T) {
 	}
 }
 
-func TestParseStop(t *testing.T) {
-	for _, tc := range []struct {
-		raw  string
-		want []string
-		set  bool
-		bad  bool
-	}{
-		{``, nil, false, false},
-		{`null`, nil, false, false},
-		{`"x"`, []string{"x"}, true, false},
-		{`""`, nil, true, false},
-		{`["a","","b"]`, []string{"a", "b"}, true, false},
-		{`[1]`, nil, false, true},
-		{`{}`, nil, false, true},
-	} {
-		got, set, err := parseStop(json.RawMessage(tc.raw))
-		if (err != nil) != tc.bad || set != tc.set || strings.Join(got, "|") != strings.Join(tc.want, "|") {
-			t.Errorf("%s: %q %v %v", tc.raw, got, set, err)
-		}
-	}
-}
-
 func TestParsePrompt(t *testing.T) {
 	for _, tc := range []struct {
 		raw  string
@@ -250,7 +228,7 @@ func TestSamplingDefaultsAndChoices(t *testing.T) {
 	seed := int64(7)
 	opts := infer.Request{}.Options
 	opts.Seed = -1
-	n, err := sampling{Temperature: &temp, TopP: &topP, Seed: &seed, N: ptr(3), Stop: json.RawMessage(`"x"`)}.apply(&opts)
+	n, err := sampling{OpenAISampling: infer.OpenAISampling{Temperature: &temp, TopP: &topP, Seed: &seed, Stop: json.RawMessage(`"x"`)}, N: ptr(3)}.apply(&opts)
 	if err != nil || n != 3 || opts.Temperature != 0.5 || opts.TopP <= 0 || opts.TopP > 1e-5 || opts.Seed != 7 || len(opts.Stop) != 1 {
 		t.Fatalf("%d %+v %v", n, opts, err)
 	}
@@ -267,10 +245,10 @@ func TestSamplingDefaultsAndChoices(t *testing.T) {
 		}
 	}
 	bad := 2.5
-	if _, err := (sampling{Temperature: &bad}).apply(&opts); err == nil || err.(*Error).Param != "temperature" {
+	if _, err := (sampling{OpenAISampling: infer.OpenAISampling{Temperature: &bad}}).apply(&opts); err == nil || err.(*Error).Param != "temperature" {
 		t.Fatalf("temperature 2.5: %v", err)
 	}
-	if _, err := (sampling{LogitBias: map[string]float64{"3": 200}}).apply(&opts); err == nil || err.(*Error).Code != "" {
+	if _, err := (sampling{OpenAISampling: infer.OpenAISampling{LogitBias: map[string]float64{"3": 200}}}).apply(&opts); err == nil || err.(*Error).Code != "" {
 		t.Fatalf("bias 200: %v", err)
 	}
 }
