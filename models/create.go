@@ -118,7 +118,7 @@ func (b *builder) build() error {
 		case CmdParameter:
 			var v any
 			if v, err = ParseOption(c.Key, c.Value); err == nil {
-				if options[c.Key] == OptionStringList {
+				if options[c.Key].Type == OptionStringList {
 					old, _ := newParams[c.Key].([]string)
 					v = append(old, v.(string))
 				}

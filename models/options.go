@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,66 +37,133 @@ func (t OptionType) String() string {
 	return "unknown"
 }
 
-// options are the option names Ollama knows (its api.Options and
-// api.Runner, plus ones older Ollama versions wrote into Modelfiles and
-// params layers: mirostat*, tfs_z, penalize_newline, use_mlock, ...),
-// which PARAMETER and params layers may hold.
-var options = map[string]OptionType{
-	// Load-time (runner) options.
-	"num_ctx":    OptionInt,
-	"num_batch":  OptionInt,
-	"num_gpu":    OptionInt,
-	"main_gpu":   OptionInt,
-	"num_thread": OptionInt,
-	"use_mmap":   OptionBool,
-	"use_mlock":  OptionBool,
-	"vocab_only": OptionBool,
-	"numa":       OptionBool,
-	"low_vram":   OptionBool,
-	"f16_kv":     OptionBool,
-	"logits_all": OptionBool,
-	// Sampling and prediction.
-	"num_keep":          OptionInt,
-	"seed":              OptionInt,
-	"num_predict":       OptionInt,
-	"top_k":             OptionInt,
-	"top_p":             OptionFloat,
-	"min_p":             OptionFloat,
-	"typical_p":         OptionFloat,
-	"tfs_z":             OptionFloat,
-	"repeat_last_n":     OptionInt,
-	"temperature":       OptionFloat,
-	"repeat_penalty":    OptionFloat,
-	"presence_penalty":  OptionFloat,
-	"frequency_penalty": OptionFloat,
-	"mirostat":          OptionInt,
-	"mirostat_tau":      OptionFloat,
-	"mirostat_eta":      OptionFloat,
-	"penalize_newline":  OptionBool,
-	"stop":              OptionStringList,
+// OptionSpec is one model option: its name, type, Ollama's default,
+// whether it is load-time, and the range its integer values must be in.
+// The option table is the one place these are written: the Modelfile
+// PARAMETER parser and params layers (ParseOption, NormalizeOption,
+// CheckParams) and the Ollama wire options (server/api: DefaultOptions,
+// Apply, CheckRequest) are all checked against it.
+type OptionSpec struct {
+	Name string
+	Type OptionType
+	// Default is Ollama's default (int, float64 or bool), nil for the
+	// type's zero value. num_ctx 0 is the server's default context,
+	// num_batch 0 the runner's default batch (engine/runner.DefaultBatch).
+	Default any
+	// LoadTime options need another model instance to change: they are
+	// the operator's (server flags, Modelfile PARAMETER), and a request's
+	// values for them are ignored (num_ctx only picks a window).
+	LoadTime bool
+	// NoOp options are accepted for compatibility and ignored: llama.cpp
+	// has no such setting any more (vocab_only: the server never loads a
+	// model without its weights).
+	NoOp bool
+	// Ranged integer options must be within Min..Max: what the engine
+	// accepts (engine/limits.go), so that a Modelfile cannot store a
+	// value every request to the model would then fail on — or, before
+	// those checks, abort the server on. num_thread's bound is ggml's
+	// hard limit; the server narrows it to four per CPU when it loads
+	// the model.
+	Ranged   bool
+	Min, Max int
+	// Window, for a per-request option, replaces Max in a request: the
+	// bound then depends on the request's context window.
+	Window WindowBound
 }
 
-// intBounds are the ranges of integer options a model may set: what the
-// engine accepts (engine/limits.go), so that a Modelfile cannot store a
-// value every request to the model would then fail on — or, before those
-// checks, abort the server on. num_thread's bound here is ggml's hard
-// limit; the server narrows it to four per CPU when it loads the model.
-var intBounds = map[string][2]int{
-	"num_ctx":       {0, 1 << 20},
-	"num_batch":     {0, math.MaxInt32},
-	"num_gpu":       {-1, math.MaxInt32},
-	"main_gpu":      {0, 255},
-	"num_thread":    {0, 512},
-	"num_keep":      {-1, 1 << 20},
-	"num_predict":   {-2, math.MaxInt32},
-	"top_k":         {-1, math.MaxInt32},
-	"repeat_last_n": {-1, 1 << 20},
-	"mirostat":      {0, 2},
+// WindowBound is how a request's context window bounds an option.
+type WindowBound int
+
+const (
+	// BoundMax: a request is bounded by Max, as a Modelfile is.
+	BoundMax WindowBound = iota
+	// BoundWindow: a request's value is at most its window.
+	BoundWindow
+	// BoundWindowOrDefault: at most the window or the default, whichever
+	// is larger (looking back past the window is harmless, and the
+	// default may exceed a small one; past both, llama.cpp would
+	// allocate for it).
+	BoundWindowOrDefault
+)
+
+// RequestMax is the upper bound of a per-request integer option in a
+// request whose context window is window tokens.
+func (o OptionSpec) RequestMax(window int) int {
+	switch o.Window {
+	case BoundWindow:
+		return window
+	case BoundWindowOrDefault:
+		d, _ := o.Default.(int)
+		return max(window, d)
+	}
+	return o.Max
+}
+
+// optionTable holds the option names Ollama knows (its api.Options and
+// api.Runner, plus ones older Ollama versions wrote into Modelfiles and
+// params layers: mirostat*, tfs_z, penalize_newline, use_mlock, ...),
+// which PARAMETER and params layers may hold. The per-request integer
+// options come in the order a request's are checked.
+var optionTable = []OptionSpec{
+	// Load-time (runner) options.
+	{Name: "num_ctx", Type: OptionInt, LoadTime: true, Ranged: true, Min: 0, Max: 1 << 20},
+	{Name: "num_batch", Type: OptionInt, LoadTime: true, Ranged: true, Min: 0, Max: math.MaxInt32},
+	{Name: "num_gpu", Type: OptionInt, Default: -1, LoadTime: true, Ranged: true, Min: -1, Max: math.MaxInt32},
+	{Name: "main_gpu", Type: OptionInt, LoadTime: true, Ranged: true, Min: 0, Max: 255},
+	{Name: "use_mmap", Type: OptionBool, LoadTime: true},
+	{Name: "use_mlock", Type: OptionBool, LoadTime: true},
+	{Name: "num_thread", Type: OptionInt, LoadTime: true, Ranged: true, Min: 0, Max: 512},
+	{Name: "vocab_only", Type: OptionBool, LoadTime: true, NoOp: true}, // never read: whole models are loaded
+	// Sampling and prediction.
+	{Name: "num_predict", Type: OptionInt, Default: -1, Ranged: true, Min: -2, Max: math.MaxInt32},
+	{Name: "num_keep", Type: OptionInt, Default: 4, Ranged: true, Min: -1, Max: 1 << 20, Window: BoundWindow},
+	{Name: "top_k", Type: OptionInt, Default: 40, Ranged: true, Min: -1, Max: math.MaxInt32},
+	{Name: "repeat_last_n", Type: OptionInt, Default: 64, Ranged: true, Min: -1, Max: 1 << 20, Window: BoundWindowOrDefault},
+	{Name: "mirostat", Type: OptionInt, Ranged: true, Min: 0, Max: 2},
+	{Name: "seed", Type: OptionInt, Default: -1},
+	{Name: "top_p", Type: OptionFloat, Default: 0.9},
+	{Name: "min_p", Type: OptionFloat},
+	{Name: "typical_p", Type: OptionFloat, Default: 1.0},
+	{Name: "temperature", Type: OptionFloat, Default: 0.8},
+	{Name: "repeat_penalty", Type: OptionFloat, Default: 1.1},
+	{Name: "presence_penalty", Type: OptionFloat},
+	{Name: "frequency_penalty", Type: OptionFloat},
+	{Name: "mirostat_tau", Type: OptionFloat, Default: 5.0},
+	{Name: "mirostat_eta", Type: OptionFloat, Default: 0.1},
+	{Name: "stop", Type: OptionStringList},
+	// Accepted for compatibility; llama.cpp has no such setting any more.
+	{Name: "tfs_z", Type: OptionFloat, NoOp: true},
+	{Name: "penalize_newline", Type: OptionBool, NoOp: true},
+	{Name: "f16_kv", Type: OptionBool, LoadTime: true, NoOp: true},
+	{Name: "numa", Type: OptionBool, LoadTime: true, NoOp: true},
+	{Name: "low_vram", Type: OptionBool, LoadTime: true, NoOp: true},
+	{Name: "logits_all", Type: OptionBool, LoadTime: true, NoOp: true},
+}
+
+// options indexes optionTable by name.
+var options = func() map[string]OptionSpec {
+	m := make(map[string]OptionSpec, len(optionTable))
+	for _, o := range optionTable {
+		if _, dup := m[o.Name]; dup {
+			panic("models: option " + o.Name + " listed twice")
+		}
+		m[o.Name] = o
+	}
+	return m
+}()
+
+// OptionSpecs returns the option table, in its order.
+func OptionSpecs() []OptionSpec { return slices.Clone(optionTable) }
+
+// LookupOptionSpec returns a known option's entry in the option table.
+func LookupOptionSpec(name string) (OptionSpec, bool) {
+	o, ok := options[name]
+	return o, ok
 }
 
 func checkBounds(name string, n int) error {
-	if b, ok := intBounds[name]; ok && (n < b[0] || n > b[1]) {
-		return fmt.Errorf("parameter %s: %d is out of range (%d..%d)", name, n, b[0], b[1])
+	if o := options[name]; o.Ranged && (n < o.Min || n > o.Max) {
+		return fmt.Errorf("parameter %s: %d is out of range (%d..%d)", name, n, o.Min, o.Max)
 	}
 	return nil
 }
@@ -112,8 +180,8 @@ func OptionNames() []string {
 
 // LookupOption returns the type of a known option.
 func LookupOption(name string) (OptionType, bool) {
-	t, ok := options[name]
-	return t, ok
+	o, ok := options[name]
+	return o.Type, ok
 }
 
 func unknownOption(name string) error {
@@ -123,12 +191,12 @@ func unknownOption(name string) error {
 // ParseOption parses the text of a PARAMETER value as the option's type:
 // int, float64, bool or, for a string list, the string itself.
 func ParseOption(name, value string) (any, error) {
-	t, ok := options[name]
+	o, ok := options[name]
 	if !ok {
 		return nil, unknownOption(name)
 	}
 	v := strings.TrimSpace(value)
-	switch t {
+	switch o.Type {
 	case OptionInt:
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n != int64(int(n)) {
@@ -160,10 +228,11 @@ func ParseOption(name, value string) (any, error) {
 // list of one). Strings holding a number or boolean are accepted for
 // numeric and boolean options, as a Modelfile would write them.
 func NormalizeOption(name string, v any) (any, error) {
-	t, ok := options[name]
+	o, ok := options[name]
 	if !ok {
 		return nil, unknownOption(name)
 	}
+	t := o.Type
 	bad := func() error { return fmt.Errorf("parameter %s: want %s, got %v (%T)", name, t, v, v) }
 	if s, ok := v.(string); ok && t != OptionStringList {
 		return ParseOption(name, s)

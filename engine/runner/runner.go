@@ -11,6 +11,11 @@ import (
 	"github.com/tadpole-llm/tadpole/engine"
 )
 
+// DefaultBatch is the tokens of one decode step when Config.NumBatch is
+// 0: the one owner of num_batch's default (Ollama's 512), which the
+// scheduler's memory estimate uses too.
+const DefaultBatch = 512
+
 // Config sizes a runner.
 type Config struct {
 	// Parallel is the number of slots (sequences decoded together).
@@ -18,7 +23,7 @@ type Config struct {
 	// NumCtx is each slot's context in tokens; the KV cache holds
 	// Parallel × NumCtx tokens.
 	NumCtx int
-	// NumBatch bounds the tokens of one decode step (default 512).
+	// NumBatch bounds the tokens of one decode step (0: DefaultBatch).
 	NumBatch  int
 	Threads   int
 	FlashAttn engine.FlashAttention
@@ -151,7 +156,7 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 		cfg.NumCtx = 2048
 	}
 	if cfg.NumBatch <= 0 {
-		cfg.NumBatch = 512
+		cfg.NumBatch = DefaultBatch
 	}
 	if cfg.Parallel > engine.MaxSeq || cfg.NumCtx > engine.MaxContext/cfg.Parallel {
 		return nil, fmt.Errorf("runner: %d slots of %d tokens do not fit one context (at most %d slots, %d tokens in all)",

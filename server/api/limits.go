@@ -3,6 +3,11 @@ package api
 import (
 	"fmt"
 	"math"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/tadpole-llm/tadpole/models"
 )
 
 // Request limits: the bounds every dialect's options are checked against
@@ -35,41 +40,64 @@ func intRange(name string, v, lo, hi int) error {
 }
 
 // CheckRequest checks the per-request options of a request whose context
-// window is window tokens. Load-time options are the operator's and are
-// checked by CheckLoad.
+// window is window tokens against the option table's ranges
+// (models.OptionSpec.RequestMax), the stop strings against MaxStops and
+// MaxStopBytes, and the numbers for being finite. Load-time options are
+// the operator's: a request's are replaced by WithLoadOptions.
 func (o Options) CheckRequest(window int) error {
-	errs := []error{
-		intRange("num_predict", o.NumPredict, -2, math.MaxInt32),
-		intRange("num_keep", o.NumKeep, -1, window),
-		intRange("top_k", o.TopK, -1, math.MaxInt32),
-		// Looking back past the window is harmless (and the default 64 may
-		// exceed a small one); past both, llama.cpp would allocate for it.
-		intRange("repeat_last_n", o.RepeatLastN, -1, max(window, DefaultOptions().RepeatLastN)),
-		intRange("mirostat", o.Mirostat, 0, 2),
-		intRange("stop", len(o.Stop), 0, MaxStops),
-	}
-	for _, err := range errs {
-		if err != nil {
+	v := reflect.ValueOf(o)
+	fields := requestFields()
+	for _, f := range fields.ints {
+		if err := intRange(f.spec.Name, int(v.Field(f.index).Int()), f.spec.Min, f.spec.RequestMax(window)); err != nil {
 			return err
 		}
+	}
+	if err := intRange("stop", len(o.Stop), 0, MaxStops); err != nil {
+		return err
 	}
 	for _, s := range o.Stop {
 		if len(s) > MaxStopBytes {
 			return &OptionError{Name: "stop", Value: fmt.Sprintf("a string of %d bytes", len(s)), Allowed: fmt.Sprintf("at most %d bytes each", MaxStopBytes)}
 		}
 	}
-	floats := map[string]float32{
-		"temperature": o.Temperature, "top_p": o.TopP, "min_p": o.MinP, "typical_p": o.TypicalP,
-		"repeat_penalty": o.RepeatPenalty, "presence_penalty": o.PresencePenalty, "frequency_penalty": o.FrequencyPenalty,
-		"mirostat_tau": o.MirostatTau, "mirostat_eta": o.MirostatEta,
-	}
-	for name, v := range floats {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return &OptionError{Name: name, Value: v, Allowed: "finite numbers"}
+	for _, f := range fields.floats {
+		x := float32(v.Field(f.index).Float())
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return &OptionError{Name: f.spec.Name, Value: x, Allowed: "finite numbers"}
 		}
 	}
 	return nil
 }
+
+type optionField struct {
+	spec  models.OptionSpec
+	index int // of the Options field with the option's json name
+}
+
+// requestFields are the Options fields CheckRequest checks: the ranged
+// integer and the float options of the table that a request sets.
+var requestFields = sync.OnceValue(func() (out struct{ ints, floats []optionField }) {
+	index := map[string]int{}
+	t := reflect.TypeFor[Options]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		index[name] = i
+	}
+	for _, spec := range models.OptionSpecs() {
+		i, ok := index[spec.Name]
+		if !ok {
+			panic("api: Options has no field for option " + spec.Name)
+		}
+		switch {
+		case spec.LoadTime || spec.NoOp:
+		case spec.Type == models.OptionInt && spec.Ranged:
+			out.ints = append(out.ints, optionField{spec, i})
+		case spec.Type == models.OptionFloat:
+			out.floats = append(out.floats, optionField{spec, i})
+		}
+	}
+	return out
+})
 
 // WithLoadOptions returns o with the load-time options of from (the
 // operator's), and the names of those o had set differently.

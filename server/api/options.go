@@ -6,11 +6,16 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+
+	"github.com/tadpole-llm/tadpole/models"
 )
 
-// Options are Ollama's model options, with defaults applied. Options
-// llama.cpp no longer has (tfs_z, penalize_newline, f16_kv, numa,
-// low_vram, logits_all) are accepted and ignored.
+// Options are Ollama's model options, with defaults applied. Their names,
+// types, defaults and ranges are the option table's (models.OptionSpecs),
+// which has an entry for each field's json name. Options llama.cpp no
+// longer has (tfs_z, penalize_newline, f16_kv, numa, low_vram,
+// logits_all) are accepted and ignored.
 type Options struct {
 	// Load-time options: a different value needs another model instance.
 	NumCtx    int   `json:"num_ctx"`
@@ -49,28 +54,25 @@ type Options struct {
 	LogitsAll       bool    `json:"logits_all"`
 }
 
-// DefaultOptions are Ollama's defaults. NumCtx 0 means "the server's
-// default context" (see the serve flags).
-func DefaultOptions() Options {
-	return Options{
-		NumBatch:      512,
-		NumGPU:        -1,
-		NumKeep:       4,
-		Seed:          -1,
-		NumPredict:    -1,
-		TopK:          40,
-		TopP:          0.9,
-		TypicalP:      1.0,
-		RepeatLastN:   64,
-		Temperature:   0.8,
-		RepeatPenalty: 1.1,
-		MirostatTau:   5.0,
-		MirostatEta:   0.1,
-	}
-}
+// DefaultOptions are Ollama's defaults, as the option table
+// (models.OptionSpecs) gives them. NumCtx 0 means "the server's default
+// context" (see the serve flags), NumBatch 0 "the runner's default batch"
+// (engine/runner.DefaultBatch).
+func DefaultOptions() Options { return defaultOptions() }
 
-// noOps are the options that are accepted and ignored.
-var noOps = map[string]bool{"tfs_z": true, "penalize_newline": true, "f16_kv": true, "numa": true, "low_vram": true, "logits_all": true}
+var defaultOptions = sync.OnceValue(func() Options {
+	defaults := map[string]any{}
+	for _, spec := range models.OptionSpecs() {
+		if spec.Default != nil {
+			defaults[spec.Name] = spec.Default
+		}
+	}
+	var o Options
+	if _, err := o.Apply(defaults); err != nil {
+		panic("api: the option table's defaults do not fit Options: " + err.Error())
+	}
+	return o
+})
 
 // Apply sets the options present in m (an "options" object) on o.
 // A value of the wrong type is an error naming the option; unknown
@@ -79,19 +81,16 @@ func (o *Options) Apply(m map[string]any) (unknown []string, err error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
-	known := map[string]bool{}
-	for _, f := range jsonFields(o) {
-		known[f] = true
-	}
 	for k, v := range m {
-		if !known[k] {
+		spec, known := models.LookupOptionSpec(k)
+		if !known {
 			unknown = append(unknown, k)
 			continue
 		}
 		if v == nil {
 			continue
 		}
-		if str, ok := v.(string); ok && k == "stop" {
+		if str, ok := v.(string); ok && spec.Type == models.OptionStringList {
 			v = []string{str} // one stop string given without a list
 		}
 		b, _ := json.Marshal(map[string]any{k: v})
@@ -99,7 +98,7 @@ func (o *Options) Apply(m map[string]any) (unknown []string, err error) {
 		if err := dec.Decode(o); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				return nil, fmt.Errorf("invalid option %q: expected %s, got %s", k, kindName(te.Type.Kind().String()), te.Value)
+				return nil, fmt.Errorf("invalid option %q: expected %s, got %s", k, wireType(spec.Type), te.Value)
 			}
 			return nil, fmt.Errorf("invalid option %q: %v", k, err)
 		}
@@ -108,30 +107,10 @@ func (o *Options) Apply(m map[string]any) (unknown []string, err error) {
 	return unknown, nil
 }
 
-func kindName(k string) string {
-	switch {
-	case strings.HasPrefix(k, "int"), strings.HasPrefix(k, "uint"):
-		return "an integer"
-	case strings.HasPrefix(k, "float"):
-		return "a number"
-	case k == "bool", k == "ptr":
-		return "a boolean"
-	case k == "slice":
+// wireType describes an option's JSON type for error messages.
+func wireType(t models.OptionType) string {
+	if t == models.OptionStringList {
 		return "an array of strings"
 	}
-	return k
-}
-
-// IsNoOp reports whether an option is accepted only for compatibility.
-func IsNoOp(name string) bool { return noOps[name] }
-
-func jsonFields(v any) []string {
-	b, _ := json.Marshal(v)
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(b, &m)
-	out := make([]string, 0, len(m)+1)
-	for k := range m {
-		out = append(out, k)
-	}
-	return append(out, "use_mmap")
+	return t.String()
 }

@@ -68,10 +68,12 @@ type Key struct {
 	NumThread int
 }
 
-// KeyFor derives the instance key of a request from its options.
+// KeyFor derives the instance key of a request from its options. A
+// num_batch of 0 (the default) is keyed as the batch the runner uses, so
+// that it and an explicit PARAMETER num_batch 512 share an instance.
 func KeyFor(path string, o api.Options) Key {
 	return Key{
-		Path: path, NumCtx: o.NumCtx, NumBatch: o.NumBatch, NumGPU: o.NumGPU, MainGPU: o.MainGPU,
+		Path: path, NumCtx: o.NumCtx, NumBatch: batchSize(Key{NumBatch: o.NumBatch}), NumGPU: o.NumGPU, MainGPU: o.MainGPU,
 		NoMMap: o.UseMMap != nil && !*o.UseMMap, MLock: o.UseMLock, NumThread: o.NumThread,
 	}
 }
@@ -273,11 +275,13 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 	}
 }
 
+// batchSize is the decode batch the runner will use for key: the
+// estimate must count the same compute buffer the runner allocates.
 func batchSize(key Key) int {
 	if key.NumBatch > 0 {
 		return key.NumBatch
 	}
-	return 512
+	return runner.DefaultBatch
 }
 
 // placeLocked places an estimate in what the loaded instances leave free.
