@@ -76,6 +76,11 @@ type Request struct {
 	// OnDone, if set, is called with the final event in a goroutine of
 	// its own, whether or not anyone reads the stream (metrics, spans).
 	OnDone func(Event)
+	// OnAdmit, if set, is called once, by the loop, when the request
+	// stops waiting: it got a slot, or it ended before getting one
+	// (cancelled, runner closed). Admission control counts waiting
+	// requests with it.
+	OnAdmit func()
 }
 
 // TokenLogprob is a token's log-probability and, if asked for, the most
@@ -328,6 +333,7 @@ func (r *Runner) shutdown() {
 	r.waiting = nil
 	r.mu.Unlock()
 	for _, q := range waiting {
+		q.admitted()
 		q.sampler.Close()
 		q.stream.send(Event{Done: true, Err: ErrClosed})
 	}
@@ -355,6 +361,7 @@ func (r *Runner) admit() {
 	r.waiting = kept
 	r.mu.Unlock()
 	for _, q := range gone {
+		q.admitted()
 		q.sampler.Close()
 		q.stream.send(Event{Done: true, DoneReason: "cancel", Err: q.ctx.Err()})
 	}
@@ -382,7 +389,15 @@ func (r *Runner) admit() {
 		r.waiting = r.waiting[1:]
 		best.req = q // under r.mu: Busy reads it
 		r.mu.Unlock()
+		q.admitted()
 		r.start(best, q)
+	}
+}
+
+// admitted reports that the request stopped waiting (OnAdmit).
+func (q *request) admitted() {
+	if q.OnAdmit != nil {
+		q.OnAdmit()
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -137,6 +139,26 @@ type Service struct {
 	Store     *models.Store
 	Sched     *sched.Scheduler
 	Telemetry *telemetry.Telemetry // may be nil
+
+	waiting atomic.Int64 // requests queued for a slot, over every model
+}
+
+// admit takes a place in the queue of requests waiting for a slot
+// (sched.Config.MaxQueue places over every model), or reports that there
+// is none. leave gives it back; it may be called more than once.
+func (s *Service) admit() (leave func(), ok bool) {
+	limit := int64(s.Sched.Config().MaxQueue)
+	for {
+		n := s.waiting.Load()
+		if n >= limit {
+			return nil, false
+		}
+		if s.waiting.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	var once sync.Once
+	return func() { once.Do(func() { s.waiting.Add(-1) }) }, true
 }
 
 // Instance is an acquired model instance; Release must be called once.
@@ -283,9 +305,6 @@ func entryOptionsFrom(entry models.Entry, opts api.Options) (api.Options, error)
 // Its metrics, spans and per-key usage are recorded when it ends, read or
 // not.
 func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Stream, error) {
-	if s.Sched.QueueFull() {
-		return nil, Errorf(Unavailable, "%v", sched.ErrQueueFull)
-	}
 	req = withModelDefaults(req, in.Entry)
 	tokens, out, err := render(in.Model, req)
 	if err != nil {
@@ -302,6 +321,13 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 	if o.RepeatLastN == -1 {
 		o.RepeatLastN = in.Window // Ollama: -1 looks back over the whole context
 	}
+	// Admission: a place in the queue is taken before the request is
+	// queued and given back when it leaves the queue, so the bound holds
+	// exactly however requests interleave.
+	leave, ok := s.admit()
+	if !ok {
+		return nil, Errorf(Unavailable, "%v", sched.ErrQueueFull)
+	}
 	gen, err := in.Runner.Generate(ctx, runner.Request{
 		Prompt:      tokens,
 		NumCtx:      in.Window,
@@ -316,8 +342,10 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 		Priority:    req.Priority,
 		Notify:      req.Notify,
 		OnDone:      s.observer(ctx, in.Name, len(tokens)),
+		OnAdmit:     leave,
 	})
 	if err != nil {
+		leave()
 		return nil, Errorf(BadRequest, "%v", err)
 	}
 	return newStream(ctx, gen, out, in.Name), nil

@@ -27,4 +27,3 @@ func TestParseStop(t *testing.T) {
 		}
 	}
 }
-

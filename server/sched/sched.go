@@ -30,7 +30,8 @@ type Config struct {
 	FlashAttn engine.FlashAttention
 	KVType    string
 	// MaxQueue bounds the requests waiting for a slot across every
-	// instance (0: 512); past it requests are refused with ErrQueueFull.
+	// instance (0: 512); past it requests are refused with ErrQueueFull
+	// (infer.Service counts them, atomically with queuing them).
 	MaxQueue int
 	// GPUs is the GPU inventory (nil: NVML).
 	GPUs gpu.Inventory
@@ -380,19 +381,6 @@ func mainGPU(key Key, p Placement) int {
 		return key.MainGPU
 	}
 	return p.GPUs[0]
-}
-
-// QueueFull reports whether MaxQueue requests already wait for slots.
-func (s *Scheduler) QueueFull() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	waiting := 0
-	for _, in := range s.loaded {
-		if in.Runner != nil {
-			waiting += in.Runner.Waiting()
-		}
-	}
-	return waiting >= s.cfg.MaxQueue
 }
 
 // Release returns an instance after a request. keepAlive is how long it

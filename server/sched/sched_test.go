@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/gpu"
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/models/gguf"
@@ -234,36 +233,5 @@ func TestTooLarge(t *testing.T) {
 	}
 	if len(s.Loaded()) != 0 {
 		t.Fatal("left an instance behind")
-	}
-}
-
-func TestQueueFull(t *testing.T) {
-	s := newSched(t, Config{KeepAlive: time.Minute, Parallel: 1, MaxQueue: 1})
-	in := acquire(t, s, storiesPath)
-	defer s.Release(in, time.Minute)
-	toks, _ := in.Model.Tokenize("Once upon a time", true, false)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if _, err := in.Runner.Generate(ctx, runner.Request{Prompt: toks, NumPredict: -1, Sampling: engine.SamplerParams{Temperature: 1}}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for busy, _ := in.Runner.Slots(); busy == 0 && time.Now().Before(deadline); busy, _ = in.Runner.Slots() {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if s.QueueFull() {
-		t.Fatal("full with nothing waiting")
-	}
-	if _, err := in.Runner.Generate(ctx, runner.Request{Prompt: toks, NumPredict: 5}); err != nil {
-		t.Fatal(err)
-	}
-	for !s.QueueFull() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if !s.QueueFull() {
-		t.Fatal("queue not full with one request waiting and MaxQueue 1")
-	}
-	if busy, total := in.Runner.Slots(); busy != 1 || total != 1 {
-		t.Fatalf("slots %d/%d", busy, total)
 	}
 }
