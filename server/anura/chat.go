@@ -76,7 +76,7 @@ func (h *Handler) prepareChat(req *chatRequest) (*ollama.Call, error) {
 		PresencePenalty: req.PresencePenalty, Stop: req.Stop, Seed: req.Seed,
 	}
 	if err := smp.Apply(&opts); err != nil {
-		return nil, errorf(http.StatusBadRequest, "%v", err)
+		return nil, infer.HTTPError(err)
 	}
 	if req.MaxTokens != nil {
 		opts.NumPredict = *req.MaxTokens

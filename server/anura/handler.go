@@ -3,7 +3,6 @@ package anura
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -58,28 +57,18 @@ func reply(c echo.Context, code int, message string, data any) error {
 	return c.JSON(code, envelope{Data: data, Message: message, Status: code})
 }
 
-// apiError is an error answer of a handler; retryAfter (seconds) is sent
-// as Retry-After when set.
-type apiError struct {
-	code       int
-	msg        string
-	retryAfter int
-}
-
-func (e *apiError) Error() string { return e.msg }
-
 func errorf(code int, format string, args ...any) error {
-	return &apiError{code: code, msg: fmt.Sprintf(format, args...)}
+	return dialect.Errorf(code, format, args...)
 }
 
-// handle answers a handler's apiError in Anura's shape (whatever the
+// handle answers a handler's dialect.Error in Anura's shape (whatever the
 // server's error handler does).
 func handle(f echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		err := f(c)
-		var ae *apiError
-		if errors.As(err, &ae) {
-			return dialect.Write(c, dialect.Error{Status: ae.code, Message: ae.msg, RetryAfter: ae.retryAfter})
+		var e *dialect.Error
+		if errors.As(err, &e) {
+			return dialect.Write(c, *e)
 		}
 		return err
 	}

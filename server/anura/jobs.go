@@ -14,6 +14,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/auth"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/jobs"
 	"github.com/tadpole-llm/tadpole/server/ollama"
 	"github.com/tadpole-llm/tadpole/server/usage"
@@ -109,8 +110,9 @@ func (h *Handler) submit(c echo.Context, typ string, body []byte) error {
 	}
 	j, err := st.Submit(c.Request().Context(), typ, owner(c), body)
 	if errors.Is(err, jobs.ErrQuota) {
-		return &apiError{code: http.StatusTooManyRequests, retryAfter: quotaRetryAfter,
-			msg: fmt.Sprintf("%v for this API key; submit more when some have run", err)}
+		e := dialect.Errorf(http.StatusTooManyRequests, "%v for this API key; submit more when some have run", err)
+		e.RetryAfter = quotaRetryAfter
+		return e
 	}
 	if err != nil {
 		return errorf(http.StatusInternalServerError, "%v", err)

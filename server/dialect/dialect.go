@@ -61,33 +61,82 @@ type OpenAIErrorBody struct {
 	Code    *string `json:"code"`
 }
 
-// Error is an HTTP error answer: the status, a message and, for OpenAI's
-// shape, a machine-readable code ("invalid_api_key"). RetryAfter (whole
-// seconds) sets the Retry-After header when positive.
+// RetryAfterSeconds is the Retry-After of 503 answers (the server is
+// busy: the wait queue is full, a quantization is running). Rate limits
+// and job quotas set their own.
+const RetryAfterSeconds = 5
+
+// Error is the server's one error answer, whatever the dialect: the
+// status, a message, the request field at fault (Param, OpenAI's shape
+// only), a machine-readable code ("invalid_api_key", OpenAI's shape only)
+// and RetryAfter (whole seconds), sent as the Retry-After header when
+// positive. Err is the cause, if any, for errors.Is and errors.As.
 type Error struct {
 	Status     int
 	Message    string
+	Param      string
 	Code       string
 	RetryAfter int
+	Err        error
 }
 
-// Body is the error's body in dialect d's shape.
+func (e *Error) Error() string { return e.Message }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf is an Error of a status with a formatted message.
+func Errorf(status int, format string, args ...any) *Error {
+	return &Error{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// Unavailable is a 503 with the Retry-After of busy answers.
+func Unavailable(format string, args ...any) *Error {
+	e := Errorf(http.StatusServiceUnavailable, format, args...)
+	e.RetryAfter = RetryAfterSeconds
+	return e
+}
+
+// From is err as an Error: an Error as it is, echo's HTTP errors with
+// their status and message, anything else a 500 with err's text.
+func From(err error) Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return *e
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return Error{Status: he.Code, Message: fmt.Sprint(he.Message), Err: err}
+	}
+	return Error{Status: http.StatusInternalServerError, Message: err.Error(), Err: err}
+}
+
+// Body is the error's body in dialect d's shape: Ollama's {"error"},
+// OpenAI's {"error": {message, type, param, code}}, Anura's {"error",
+// "message", "status"}.
 func (e Error) Body(d Dialect) any {
 	switch d {
 	case OpenAI:
-		b := OpenAIErrorBody{Message: e.Message, Type: openAIType(e.Status)}
-		if e.Code != "" {
-			b.Code = &e.Code
-		}
-		return OpenAIError{Error: b}
+		return e.OpenAI()
 	case Anura:
 		return AnuraError{Error: e.Message, Message: e.Message, Status: e.Status}
 	}
 	return map[string]string{"error": e.Message}
 }
 
-// openAIType is OpenAI's error type for a status code.
-func openAIType(status int) string {
+// OpenAI is the error's body in OpenAI's shape; Param and Code are null
+// when empty.
+func (e Error) OpenAI() OpenAIError {
+	return OpenAIError{Error: OpenAIErrorBody{Message: e.Message, Type: OpenAIType(e.Status), Param: nullable(e.Param), Code: nullable(e.Code)}}
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// OpenAIType is OpenAI's error type for a status code.
+func OpenAIType(status int) string {
 	switch {
 	case status == http.StatusTooManyRequests:
 		return "requests"
@@ -99,13 +148,19 @@ func openAIType(status int) string {
 
 // Write answers c with e in the shape of the dialect of c's path.
 func Write(c echo.Context, e Error) error {
-	if e.RetryAfter > 0 {
+	return WriteAs(c, Of(c.Request().URL.Path), e)
+}
+
+// WriteAs answers c with e in dialect d's shape. A Retry-After already
+// set (by a rate limit) is kept.
+func WriteAs(c echo.Context, d Dialect, e Error) error {
+	if e.RetryAfter > 0 && c.Response().Header().Get("Retry-After") == "" {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
 	if c.Request().Method == http.MethodHead {
 		return c.NoContent(e.Status)
 	}
-	return c.JSON(e.Status, e.Body(Of(c.Request().URL.Path)))
+	return c.JSON(e.Status, e.Body(d))
 }
 
 // ErrorHandler answers errors of OpenAI and Anura paths in their shape
@@ -120,15 +175,12 @@ func ErrorHandler(fallback echo.HTTPErrorHandler) echo.HTTPErrorHandler {
 		if c.Response().Committed {
 			return
 		}
-		e := Error{Status: http.StatusInternalServerError, Message: err.Error()}
-		var he *echo.HTTPError
-		if errors.As(err, &he) {
-			e.Status, e.Message = he.Code, fmt.Sprint(he.Message)
-		}
-		switch e.Status {
-		case http.StatusRequestEntityTooLarge:
+		e := From(err)
+		switch {
+		case e.Code != "":
+		case e.Status == http.StatusRequestEntityTooLarge:
 			e.Code = "request_too_large"
-		case http.StatusNotFound:
+		case e.Status == http.StatusNotFound:
 			e.Code = "not_found"
 		}
 		_ = Write(c, e)

@@ -18,6 +18,7 @@ import (
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/registry"
 	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 )
 
 // create builds a model from Ollama's create fields or a whole Modelfile
@@ -55,8 +56,7 @@ func (h *Handler) create(c echo.Context) error {
 	if req.Quantize != "" {
 		// One quantization at a time: it takes every core for minutes.
 		if !quantizing.TryLock() {
-			he := echo.NewHTTPError(http.StatusServiceUnavailable, "another quantization is running; try again when it finishes")
-			return &retryAfter{he}
+			return dialect.Unavailable("another quantization is running; try again when it finishes")
 		}
 		defer quantizing.Unlock()
 	}

@@ -3,7 +3,6 @@ package ollama
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
@@ -53,39 +53,16 @@ func (h *Handler) Register(e *echo.Echo) {
 }
 
 // ErrorHandler writes every error as Ollama's {"error": "..."} with its
-// status code.
+// status code (and Retry-After where the error has one).
 func ErrorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	code := http.StatusInternalServerError
-	msg := err.Error()
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		code = he.Code
-		msg = fmt.Sprint(he.Message)
-	}
-	var ra *retryAfter
-	if errors.As(err, &ra) {
-		c.Response().Header().Set("Retry-After", RetryAfterSeconds)
-	}
-	if c.Request().Method == http.MethodHead {
-		_ = c.NoContent(code)
-		return
-	}
-	_ = c.JSON(code, api.ErrorResponse{Error: msg})
+	_ = dialect.WriteAs(c, dialect.Ollama, dialect.From(err))
 }
 
-// RetryAfterSeconds is the Retry-After hint of 503 answers.
-const RetryAfterSeconds = "5"
-
-// retryAfter is a 503 whose answer carries a Retry-After header.
-type retryAfter struct{ *echo.HTTPError }
-
-func (r *retryAfter) Unwrap() error { return r.HTTPError }
-
 func errorf(code int, format string, args ...any) error {
-	return echo.NewHTTPError(code, fmt.Sprintf(format, args...))
+	return dialect.Errorf(code, format, args...)
 }
 
 // decode reads a JSON body into v, answering 400 with a readable message.
@@ -112,17 +89,5 @@ func decode(c echo.Context, v any) error {
 
 // inferError maps the generation path's errors to Ollama's status codes.
 func inferError(err error) error {
-	code := http.StatusInternalServerError
-	switch infer.KindOf(err) {
-	case infer.BadRequest:
-		code = http.StatusBadRequest
-	case infer.NotFound:
-		code = http.StatusNotFound
-	case infer.Unavailable:
-		code = http.StatusServiceUnavailable
-		he := echo.NewHTTPError(code, err.Error())
-		he.SetInternal(err)
-		return &retryAfter{he}
-	}
-	return errorf(code, "%v", err)
+	return infer.HTTPError(err)
 }

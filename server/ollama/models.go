@@ -16,6 +16,7 @@ import (
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
@@ -281,12 +282,7 @@ func streamProgress(c echo.Context, stream *bool, run func(progress func(api.Pro
 		w.Flush()
 	})
 	if err != nil {
-		var he *echo.HTTPError
-		msg := err.Error()
-		if errors.As(err, &he) {
-			msg = fmt.Sprint(he.Message)
-		}
-		enc.Encode(api.ErrorResponse{Error: msg})
+		enc.Encode(api.ErrorResponse{Error: dialect.From(err).Message})
 		w.Flush()
 	}
 	return nil

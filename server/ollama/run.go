@@ -2,8 +2,6 @@ package ollama
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
@@ -326,9 +325,6 @@ func serve[T any](c echo.Context, stream *bool, call *Call, final func(*Stream, 
 // (500 for an error without one), for callers that answer in another
 // shape or record the error.
 func StatusOf(err error) (int, string) {
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		return he.Code, fmt.Sprint(he.Message)
-	}
-	return http.StatusInternalServerError, err.Error()
+	e := dialect.From(err)
+	return e.Status, e.Message
 }

@@ -11,33 +11,19 @@ import (
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
-// Error is an error answer in OpenAI's shape. Param names the request
-// field at fault ("messages[0].content"); Code is a machine-readable code
-// ("model_not_found"). Both are null in the body when empty.
-type Error struct {
-	Status  int
-	Message string
-	Type    string
-	Param   string
-	Code    string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// retryAfterSeconds is the Retry-After hint of 503 answers.
-const retryAfterSeconds = "5"
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
+// Error is the server's error answer (dialect.Error), written in
+// OpenAI's shape: Param names the request field at fault
+// ("messages[0].content"), Code is a machine-readable code
+// ("model_not_found"); both are null in the body when empty, and the type
+// follows the status (dialect.OpenAIType).
+type Error = dialect.Error
 
 // invalid is a 400 invalid_request_error about param ("" for the request
 // as a whole).
 func invalid(param, format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Message: fmt.Sprintf(format, args...)}
+	e := dialect.Errorf(http.StatusBadRequest, format, args...)
+	e.Param = param
+	return e
 }
 
 // notSupported is a 400 for a valid OpenAI request that Tadpole does not
@@ -51,31 +37,32 @@ func notSupported(param, format string, args ...any) *Error {
 // modelNotFound is OpenAI's 404 for a model that does not exist.
 func modelNotFound(model string) *Error {
 	return &Error{
-		Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
+		Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
 		Message: fmt.Sprintf("The model '%s' does not exist or you do not have access to it.", model),
 	}
 }
 
-// inferError maps the generation path's errors to OpenAI's.
+// inferError maps the generation path's errors to OpenAI's: infer's
+// status and message, with OpenAI's codes and its words for an unknown
+// model.
 func inferError(err error, model string) *Error {
-	switch infer.KindOf(err) {
-	case infer.BadRequest:
-		return invalid("", "%v", err)
-	case infer.NotFound:
-		e := modelNotFound(model)
-		if model == "" {
-			e.Message = err.Error()
+	e := infer.HTTPError(err)
+	switch e.Status {
+	case http.StatusNotFound:
+		e.Param, e.Code = "model", "model_not_found"
+		if model != "" {
+			e.Message = modelNotFound(model).Message
 		}
-		return e
-	case infer.Unavailable:
-		return &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "server_overloaded", Message: err.Error()}
+	case http.StatusServiceUnavailable:
+		e.Code = "server_overloaded"
 	}
-	return &Error{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
+	return e
 }
 
 // asError turns any error a handler or middleware returns into OpenAI's
-// shape: the generation path's errors by their kind, echo's HTTP errors (unknown routes, wrong methods, body limits,
-// authentication) keep their status.
+// shape: the generation path's errors by their kind, echo's HTTP errors
+// (unknown routes, wrong methods, body limits, authentication) keep their
+// status. 503 and 429 answers carry Retry-After.
 func asError(err error, c echo.Context) *Error {
 	var e *Error
 	if errors.As(err, &e) {
@@ -87,11 +74,10 @@ func asError(err error, c echo.Context) *Error {
 	}
 	var he *echo.HTTPError
 	if !errors.As(err, &he) {
-		return &Error{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
+		return dialect.Errorf(http.StatusInternalServerError, "%s", err.Error())
 	}
-	msg := fmt.Sprint(he.Message)
 	req := c.Request()
-	out := &Error{Status: he.Code, Type: "invalid_request_error", Message: msg}
+	out := dialect.Errorf(he.Code, "%v", he.Message)
 	switch he.Code {
 	case http.StatusNotFound:
 		out.Code = "unknown_url"
@@ -104,23 +90,17 @@ func asError(err error, c echo.Context) *Error {
 	case http.StatusRequestEntityTooLarge:
 		out.Code = "request_too_large"
 	case http.StatusTooManyRequests:
-		out.Type, out.Code = "requests", "rate_limit_exceeded"
-	default:
-		if he.Code >= 500 {
-			out.Type = "server_error"
-		}
+		out.Code = "rate_limit_exceeded"
+		out.RetryAfter = dialect.RetryAfterSeconds
+	case http.StatusServiceUnavailable:
+		out.RetryAfter = dialect.RetryAfterSeconds
 	}
 	return out
 }
 
 // write answers c with e.
 func write(c echo.Context, e *Error) error {
-	if e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests {
-		if c.Response().Header().Get("Retry-After") == "" {
-			c.Response().Header().Set("Retry-After", retryAfterSeconds)
-		}
-	}
-	return c.JSON(e.Status, dialect.OpenAIError{Error: dialect.OpenAIErrorBody{Message: e.Message, Type: e.Type, Param: nullable(e.Param), Code: nullable(e.Code)}})
+	return dialect.WriteAs(c, dialect.OpenAI, *e)
 }
 
 // Errors is middleware that answers every error returned by the handlers

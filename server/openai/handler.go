@@ -130,10 +130,10 @@ func (h *Handler) options(model string, numPredict int) (api.Options, error) {
 		if errors.Is(err, models.ErrNotFound) {
 			return opts, modelNotFound(model)
 		}
-		return opts, &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found", Message: err.Error()}
+		return opts, &Error{Status: http.StatusNotFound, Param: "model", Code: "model_not_found", Message: err.Error()}
 	}
 	if _, err := opts.Apply(entry.Params); err != nil {
-		return opts, &Error{Status: http.StatusInternalServerError, Type: "server_error", Message: fmt.Sprintf("model %q has invalid parameters: %v", model, err)}
+		return opts, &Error{Status: http.StatusInternalServerError, Message: fmt.Sprintf("model %q has invalid parameters: %v", model, err)}
 	}
 	return opts, nil
 }

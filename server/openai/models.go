@@ -25,7 +25,7 @@ func model(e models.Entry) Model {
 func (h *Handler) listModels(c echo.Context) error {
 	entries, err := h.Store.List()
 	if err != nil {
-		return &Error{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
+		return &Error{Status: http.StatusInternalServerError, Message: err.Error()}
 	}
 	out := ModelList{Object: "list", Data: make([]Model, 0, len(entries))}
 	for _, e := range entries {

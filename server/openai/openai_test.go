@@ -66,7 +66,7 @@ func TestErrorShape(t *testing.T) {
 		{infer.Errorf(infer.LoadFailed, "x"), 500, "server_error", ""},
 	} {
 		got := asError(tc.err, c)
-		if got.Status != tc.status || got.Type != tc.typ || got.Code != tc.code {
+		if got.Status != tc.status || got.OpenAI().Error.Type != tc.typ || got.Code != tc.code {
 			t.Errorf("%v: %+v", tc.err, got)
 		}
 	}

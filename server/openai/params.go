@@ -37,7 +37,7 @@ func (s sampling) apply(opts *api.Options) (int, error) {
 func paramError(err error) error {
 	var pe *infer.ParamError
 	if errors.As(err, &pe) {
-		return invalid(pe.Param, "%s", pe.Message)
+		return infer.HTTPError(err)
 	}
 	return err
 }

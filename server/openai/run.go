@@ -154,7 +154,7 @@ func (g *gen) collect() ([]*result, error) {
 var errEnded = errors.New("generation ended without a result")
 
 func generationError(err error) *Error {
-	return &Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "generation failed: " + err.Error()}
+	return &Error{Status: http.StatusInternalServerError, Message: "generation failed: " + err.Error()}
 }
 
 // fingerprint is the system_fingerprint: it changes when the model does.
@@ -322,5 +322,5 @@ func (s *sse) done() error {
 // fail reports an error inside a stream that has begun, as OpenAI does:
 // one event holding the error, and no [DONE].
 func (s *sse) fail(e *Error) error {
-	return s.send(dialect.OpenAIError{Error: dialect.OpenAIErrorBody{Message: e.Message, Type: e.Type, Param: nullable(e.Param), Code: nullable(e.Code)}})
+	return s.send(e.OpenAI())
 }

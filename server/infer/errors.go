@@ -1,0 +1,30 @@
+package infer
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/tadpole-llm/tadpole/server/dialect"
+)
+
+// HTTPError is err as the server's error answer, which every dialect
+// writes in its shape: a ParamError is a 400 about its field; by Kind,
+// BadRequest is a 400, NotFound a 404, Unavailable a 503 with the busy
+// Retry-After, and LoadFailed, Internal and errors without a Kind a 500.
+// The message is err's text; err stays the cause.
+func HTTPError(err error) *dialect.Error {
+	var pe *ParamError
+	if errors.As(err, &pe) {
+		return &dialect.Error{Status: http.StatusBadRequest, Message: pe.Message, Param: pe.Param, Err: err}
+	}
+	e := &dialect.Error{Status: http.StatusInternalServerError, Message: err.Error(), Err: err}
+	switch KindOf(err) {
+	case BadRequest:
+		e.Status = http.StatusBadRequest
+	case NotFound:
+		e.Status = http.StatusNotFound
+	case Unavailable:
+		e.Status, e.RetryAfter = http.StatusServiceUnavailable, dialect.RetryAfterSeconds
+	}
+	return e
+}
