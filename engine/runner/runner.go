@@ -139,9 +139,15 @@ type Runner struct {
 
 	mu      sync.Mutex
 	waiting []*request
+	embeds  []*embedJob // queued embedding requests (under mu)
 	closed  bool
-	wake    chan struct{}
-	done    chan struct{}
+
+	// embedCtx is the embedding context, made by the loop on the first
+	// embedding request; only the loop uses it.
+	embedCtx   *engine.Context
+	embedBatch *engine.Batch
+	wake       chan struct{}
+	done       chan struct{}
 }
 
 type request struct {
@@ -283,8 +289,8 @@ func (r *Runner) Slots() (busy, total int) {
 	return busy, len(r.slots)
 }
 
-// Close stops the loop, ends every request with ErrClosed and frees the
-// context. The model stays loaded.
+// Close stops the loop, ends every request (embeddings too) with
+// ErrClosed and frees the contexts. The model stays loaded.
 func (r *Runner) Close() {
 	r.mu.Lock()
 	if r.closed {
@@ -311,6 +317,7 @@ func (r *Runner) loop() {
 		r.batch.Close()
 		r.ctx.Close()
 	}()
+	defer r.closeEmbeds()
 	for {
 		r.mu.Lock()
 		closed := r.closed
@@ -320,7 +327,8 @@ func (r *Runner) loop() {
 			return
 		}
 		r.admit()
-		if !r.step() {
+		embedded := r.embedStep()
+		if !r.step() && !embedded {
 			<-r.wake // idle until a request arrives
 		}
 	}

@@ -169,8 +169,9 @@ type Instance struct {
 	LoadDuration time.Duration
 	// Window is the request's context in tokens: its num_ctx, or the
 	// instance's default.
-	Window  int
-	release func()
+	Window    int
+	release   func()
+	telemetry *telemetry.Telemetry
 }
 
 // Release hands the instance back to the scheduler.
@@ -240,12 +241,7 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 		window = in.DefaultCtx
 	}
 	return &Instance{Instance: in, Name: name, Entry: entry, LoadDuration: loadDur, Window: window,
-		release: func() { s.Sched.Release(in, ka) }}, nil
-}
-
-// Embed embeds texts on the instance within the request's window.
-func (in *Instance) Embed(texts []string, truncate bool) ([][]float32, int, error) {
-	return in.Instance.Embed(texts, truncate, in.Window)
+		release: func() { s.Sched.Release(in, ka) }, telemetry: s.Telemetry}, nil
 }
 
 func (s *Service) resolve(model string) (models.Entry, error) {

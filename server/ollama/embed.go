@@ -2,13 +2,13 @@ package ollama
 
 import (
 	"encoding/json"
-	"math"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
 func (h *Handler) embed(c echo.Context) error {
@@ -35,7 +35,7 @@ func (h *Handler) embed(c echo.Context) error {
 	defer in.Release()
 	resp := api.EmbedResponse{Model: req.Model, Embeddings: [][]float32{}}
 	if len(inputs) > 0 {
-		embs, n, err := in.Embed(inputs, req.Truncate == nil || *req.Truncate)
+		embs, n, err := in.Embed(c.Request().Context(), inputs, req.Truncate == nil || *req.Truncate)
 		if err != nil {
 			return errorf(http.StatusBadRequest, "%v", err)
 		}
@@ -44,7 +44,7 @@ func (h *Handler) embed(c echo.Context) error {
 				if req.Dimensions > len(e) {
 					return errorf(http.StatusBadRequest, "dimensions %d is more than the model's %d", req.Dimensions, len(e))
 				}
-				e = renormalize(e[:req.Dimensions])
+				e = infer.Renormalize(e[:req.Dimensions])
 			}
 			resp.Embeddings = append(resp.Embeddings, e)
 		}
@@ -74,23 +74,6 @@ func embedInputs(raw json.RawMessage) ([]string, error) {
 	return many, nil
 }
 
-// renormalize scales a truncated embedding back to unit length.
-func renormalize(e []float32) []float32 {
-	out := make([]float32, len(e))
-	var sum float64
-	for _, v := range e {
-		sum += float64(v) * float64(v)
-	}
-	inv := float32(1)
-	if sum > 0 {
-		inv = float32(1 / math.Sqrt(sum))
-	}
-	for i, v := range e {
-		out[i] = v * inv
-	}
-	return out
-}
-
 // embeddings is the legacy endpoint: one prompt, one embedding.
 func (h *Handler) embeddings(c echo.Context) error {
 	var req api.EmbeddingRequest
@@ -108,7 +91,7 @@ func (h *Handler) embeddings(c echo.Context) error {
 	defer in.Release()
 	resp := api.EmbeddingResponse{Embedding: []float64{}}
 	if req.Prompt != "" {
-		embs, _, err := in.Embed([]string{req.Prompt}, true)
+		embs, _, err := in.Embed(c.Request().Context(), []string{req.Prompt}, true)
 		if err != nil {
 			return errorf(http.StatusBadRequest, "%v", err)
 		}

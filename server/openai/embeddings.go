@@ -9,6 +9,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
 // embeddings serves POST /v1/embeddings: one pooled, normalised
@@ -43,7 +45,7 @@ func (h *Handler) embeddings(c echo.Context) error {
 		return inferError(err, req.Model)
 	}
 	defer in.Release()
-	embs, tokens, err := in.Embed(inputs, true)
+	embs, tokens, err := in.Embed(c.Request().Context(), inputs, true)
 	if err != nil {
 		return invalid("input", "%v", err)
 	}
@@ -53,7 +55,7 @@ func (h *Handler) embeddings(c echo.Context) error {
 			if *req.Dimensions > len(e) {
 				return invalid("dimensions", "Invalid 'dimensions': %d. Model '%s' has %d dimensions.", *req.Dimensions, req.Model, len(e))
 			}
-			e = renormalize(e[:*req.Dimensions])
+			e = infer.Renormalize(e[:*req.Dimensions])
 		}
 		var v any = e
 		if req.EncodingFormat == "base64" {
@@ -93,23 +95,6 @@ func embeddingInputs(raw json.RawMessage) ([]string, error) {
 		}
 	}
 	return texts, nil
-}
-
-// renormalize scales a truncated embedding back to unit length.
-func renormalize(e []float32) []float32 {
-	out := make([]float32, len(e))
-	var sum float64
-	for _, v := range e {
-		sum += float64(v) * float64(v)
-	}
-	inv := 1.0
-	if sum > 0 {
-		inv = 1 / math.Sqrt(sum)
-	}
-	for i, v := range e {
-		out[i] = float32(float64(v) * inv)
-	}
-	return out
 }
 
 // encodeBase64 is OpenAI's base64 encoding: the little-endian float32

@@ -23,6 +23,16 @@ type Estimate struct {
 	// ComputeBytes is a rough bound on the compute buffer: logits of one
 	// micro-batch plus activations.
 	ComputeBytes uint64
+	// EmbedKVBytesPerLayer and EmbedComputeBytes are the embedding
+	// context the runner makes on the first embedding request
+	// (runner.EmbedParams): one layer's f16 K and V for one slot's
+	// context, and a compute buffer for a micro-batch of that many tokens
+	// (activations, no logits). Zero until AddEmbedding.
+	EmbedKVBytesPerLayer uint64
+	EmbedComputeBytes    uint64
+
+	kvPerToken  uint64 // one layer's K and V elements per token
+	actPerToken uint64 // activation bytes per token of a micro-batch
 }
 
 // WeightBytes is the size of all weights.
@@ -34,11 +44,15 @@ func (e Estimate) WeightBytes() uint64 {
 	return n
 }
 
-// KVBytes is the KV cache of every layer.
-func (e Estimate) KVBytes() uint64 { return e.KVBytesPerLayer * uint64(e.Layers) }
+// KVBytes is the KV cache of every layer (the embedding context's too).
+func (e Estimate) KVBytes() uint64 {
+	return (e.KVBytesPerLayer + e.EmbedKVBytesPerLayer) * uint64(e.Layers)
+}
 
 // Total is everything the instance needs.
-func (e Estimate) Total() uint64 { return e.WeightBytes() + e.KVBytes() + e.ComputeBytes }
+func (e Estimate) Total() uint64 {
+	return e.WeightBytes() + e.KVBytes() + e.ComputeBytes + e.EmbedComputeBytes
+}
 
 // GPUBytes is what offloading n layers (n > Layers includes the output
 // layer) puts on GPUs: their weights and KV cache, and the compute buffer.
@@ -48,12 +62,34 @@ func (e Estimate) GPUBytes(n int) uint64 {
 	}
 	var b uint64
 	for i := 0; i < n && i < e.Layers; i++ {
-		b += e.LayerBytes[i] + e.KVBytesPerLayer
+		b += e.LayerBytes[i] + e.KVBytesPerLayer + e.EmbedKVBytesPerLayer
 	}
 	if n > e.Layers {
 		b += e.OutputBytes
 	}
-	return b + e.ComputeBytes
+	return b + e.ComputeBytes + e.EmbedComputeBytes
+}
+
+// AddEmbedding adds the embedding context of an instance whose slots hold
+// numCtx tokens each (runner.EmbedParams: numCtx tokens of f16 KV, one
+// micro-batch of numCtx tokens), refusing sizes that wrap around like
+// EstimateMemory.
+func (e *Estimate) AddEmbedding(numCtx int) error {
+	if numCtx < 0 {
+		return fmt.Errorf("negative context (%d)", numCtx)
+	}
+	var c sizeCalc
+	kv := c.mul(c.mul(uint64(numCtx), e.kvPerToken), uint64(kvTypeSizes["f16"]))
+	compute := c.mul(uint64(numCtx), e.actPerToken)
+	total := c.add(c.add(e.OutputBytes, e.InputBytes), c.add(e.ComputeBytes, compute))
+	for _, b := range e.LayerBytes {
+		total = c.add(total, c.add(b, c.add(e.KVBytesPerLayer, kv)))
+	}
+	if c.overflow {
+		return fmt.Errorf("memory estimate overflows (embedding context of %d tokens)", numCtx)
+	}
+	e.EmbedKVBytesPerLayer, e.EmbedComputeBytes = kv, compute
+	return nil
 }
 
 var blockTensor = regexp.MustCompile(`^blk\.(\d+)\.`)
@@ -118,7 +154,8 @@ func EstimateMemory(f *gguf.File, ctxTokens int, kvType string, nBatch int) (Est
 	if ctxTokens < 0 || nBatch < 0 {
 		return Estimate{}, fmt.Errorf("negative context (%d) or batch (%d)", ctxTokens, nBatch)
 	}
-	elems := c.mul(c.mul(uint64(ctxTokens), c.add(keyLen, valLen)), headsKV)
+	e.kvPerToken = c.mul(c.add(keyLen, valLen), headsKV)
+	elems := c.mul(uint64(ctxTokens), e.kvPerToken)
 	e.KVBytesPerLayer = c.mul(elems, uint64(per*32)) / 32 // per × 32 is whole: bytes per block of 32
 	vocab := uint64(0)
 	if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok {
@@ -127,6 +164,7 @@ func EstimateMemory(f *gguf.File, ctxTokens int, kvType string, nBatch int) (Est
 	ff, _ := f.ArchUint("feed_forward_length")
 	nb := uint64(max(nBatch, 1))
 	e.ComputeBytes = c.mul(c.mul(4, nb), c.add(vocab, c.mul(4, max(embd, ff))))
+	e.actPerToken = c.mul(16, max(embd, ff))
 	// The sums Total and GPUBytes make are at most this one.
 	total := c.add(c.add(e.OutputBytes, e.InputBytes), e.ComputeBytes)
 	for _, b := range e.LayerBytes {

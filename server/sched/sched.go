@@ -99,9 +99,6 @@ type Instance struct {
 	timer     *time.Timer
 	ready     chan struct{} // closed when the load finished
 	err       error
-
-	embedMu  sync.Mutex
-	embedCtx *engine.Context
 }
 
 // Status is a snapshot of a loaded instance for /api/ps.
@@ -211,6 +208,12 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 				return nil, 0, fmt.Errorf("load %s: %w", key.Path, err)
 			}
 			e, err := EstimateMemory(f, slots, s.cfg.KVType, batchSize(key))
+			if err == nil {
+				// The runner's embedding context, made on the first
+				// embedding request: counted up front so that it never
+				// pushes a loaded instance past the memory it was placed in.
+				err = e.AddEmbedding(key.NumCtx)
+			}
 			if err != nil {
 				return nil, 0, fmt.Errorf("load %s: %w", key.Path, err)
 			}
@@ -440,9 +443,6 @@ func (s *Scheduler) unloadLocked(in *Instance) {
 	if in.Runner != nil {
 		in.Runner.Close()
 	}
-	in.embedMu.Lock()
-	in.embedCtx.Close()
-	in.embedMu.Unlock()
 	if in.Model != nil {
 		in.Model.Close()
 	}
@@ -490,65 +490,4 @@ func (s *Scheduler) Close() {
 		default:
 		}
 	}
-}
-
-// Embed returns the pooled, normalised embedding of each text, and the
-// number of tokens evaluated. It uses a second context of the instance,
-// made on first use and shared by embedding requests one at a time. A
-// text longer than window tokens (the request's context; at most the
-// embedding context's real batch size, which llama.cpp asserts on) is cut
-// to fit when truncate is set, else it is an error.
-func (in *Instance) Embed(texts []string, truncate bool, window int) ([][]float32, int, error) {
-	in.embedMu.Lock()
-	defer in.embedMu.Unlock()
-	if in.embedCtx == nil {
-		nctx := in.Runner.Config().NumCtx
-		ctx, err := in.Model.NewContext(engine.ContextParams{
-			NumCtx: nctx, NumBatch: nctx, NumUBatch: nctx, Threads: in.Runner.Config().Threads, Embeddings: true,
-		})
-		if err != nil {
-			return nil, 0, err
-		}
-		in.embedCtx = ctx
-	}
-	ctx := in.embedCtx
-	limit := min(ctx.NumCtx(), ctx.MaxBatchTokens())
-	if window > 0 {
-		limit = min(limit, window)
-	}
-	out := make([][]float32, len(texts))
-	total := 0
-	b, err := engine.NewBatch(limit)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer b.Close()
-	for i, text := range texts {
-		toks, err := in.Model.Tokenize(text, true, false)
-		if err != nil {
-			return nil, 0, err
-		}
-		if len(toks) > limit {
-			if !truncate {
-				return nil, 0, fmt.Errorf("input %d has %d tokens, more than the context of %d", i, len(toks), limit)
-			}
-			toks = toks[:limit]
-		}
-		if len(toks) == 0 {
-			return nil, 0, fmt.Errorf("input %d is empty", i)
-		}
-		ctx.ClearMemory()
-		b.Clear()
-		for p, t := range toks {
-			b.Add(t, p, 0, true)
-		}
-		if err := ctx.Decode(b); err != nil {
-			return nil, 0, err
-		}
-		if out[i], err = ctx.Embeddings(0); err != nil {
-			return nil, 0, err
-		}
-		total += len(toks)
-	}
-	return out, total, nil
 }

@@ -239,6 +239,14 @@ func (t *Telemetry) Load(ctx context.Context, model string, took time.Duration) 
 	t.loadTime.Record(ctx, took.Seconds(), metric.WithAttributes(attribute.String("model", model)))
 }
 
+// Embedding records an embedding request's evaluated tokens.
+func (t *Telemetry) Embedding(ctx context.Context, model string, tokens int) {
+	if t == nil {
+		return
+	}
+	t.tokens.Add(ctx, int64(tokens), metric.WithAttributes(attribute.String("model", model), attribute.String("direction", "in")))
+}
+
 // Generation records a finished generation's tokens and latencies.
 func (t *Telemetry) Generation(ctx context.Context, model string, ev runner.Event) {
 	if t == nil {

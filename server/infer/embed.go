@@ -1,0 +1,51 @@
+package infer
+
+import (
+	"context"
+	"math"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/server/usage"
+)
+
+// Embed returns the pooled, normalised embedding of each text and the
+// number of tokens evaluated, computed by the instance's runner within
+// the request's window: a text longer than the window (or the embedding
+// context's batch) is cut to fit when truncate is set, else it is an
+// error. The tokens count towards the request's API key and the token
+// counter like a generation's prompt.
+func (in *Instance) Embed(ctx context.Context, texts []string, truncate bool) ([][]float32, int, error) {
+	prompts := make([][]engine.Token, len(texts))
+	for i, text := range texts {
+		toks, err := in.Model.Tokenize(text, true, false)
+		if err != nil {
+			return nil, 0, err
+		}
+		prompts[i] = toks
+	}
+	out, n, err := in.Runner.Embed(ctx, prompts, in.Window, truncate)
+	if err != nil {
+		return nil, 0, err
+	}
+	usage.AddTokens(ctx, n, 0)
+	in.telemetry.Embedding(ctx, in.Name, n)
+	return out, n, nil
+}
+
+// Renormalize scales an embedding (e.g. one cut to fewer dimensions) to
+// unit length; a zero vector stays as it is.
+func Renormalize(e []float32) []float32 {
+	out := make([]float32, len(e))
+	var sum float64
+	for _, v := range e {
+		sum += float64(v) * float64(v)
+	}
+	inv := 1.0
+	if sum > 0 {
+		inv = 1 / math.Sqrt(sum)
+	}
+	for i, v := range e {
+		out[i] = float32(float64(v) * inv)
+	}
+	return out
+}
