@@ -67,7 +67,7 @@ func (s OpenAISampling) Apply(opts *api.Options) error {
 		return err
 	}
 	for k, v := range s.LogitBias {
-		if id, err := strconv.Atoi(k); err != nil || id < 0 {
+		if _, err := tokenID(k); err != nil {
 			return paramErrorf("logit_bias", "Invalid key in 'logit_bias': %q is not a token id.", k)
 		}
 		if v < -100 || v > 100 {
@@ -106,10 +106,20 @@ func (s OpenAISampling) Bias() map[engine.Token]float32 {
 	}
 	out := make(map[engine.Token]float32, len(s.LogitBias))
 	for k, v := range s.LogitBias {
-		id, _ := strconv.Atoi(k)
-		out[engine.Token(id)] = float32(v)
+		id, _ := tokenID(k)
+		out[id] = float32(v)
 	}
 	return out
+}
+
+// tokenID reads a logit_bias key: a token id, 0 to 2^31-1 (engine.Token's
+// range; a larger number must not wrap onto another token).
+func tokenID(k string) (engine.Token, error) {
+	id, err := strconv.ParseInt(k, 10, 32)
+	if err != nil || id < 0 {
+		return 0, fmt.Errorf("%q is not a token id", k)
+	}
+	return engine.Token(id), nil
 }
 
 // parseStop reads stop: null, a string or an array of strings. set tells
