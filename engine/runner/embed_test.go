@@ -79,7 +79,7 @@ func TestEmbedConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if res := collect(t, gen.Events(context.Background())); res.last.Err != nil || !strings.HasPrefix(storiesContinuation, res.text) {
+	if res := collect(t, events(gen)); res.last.Err != nil || !strings.HasPrefix(storiesContinuation, res.text) {
 		t.Errorf("generation beside embeddings: %q %v", res.text, res.last.Err)
 	}
 }

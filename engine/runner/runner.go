@@ -304,12 +304,7 @@ func (r *Runner) Close() {
 	<-r.done
 }
 
-func (r *Runner) signal() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
+func (r *Runner) signal() { wake(r.wake) }
 
 func (r *Runner) loop() {
 	defer close(r.done)

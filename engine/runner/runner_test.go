@@ -81,7 +81,27 @@ func generate(r *Runner, ctx context.Context, req Request) (<-chan Event, error)
 	if err != nil {
 		return nil, err
 	}
-	return s.Events(context.Background()), nil
+	return events(s), nil
+}
+
+// events forwards a stream's events to a channel until the final one.
+func events(s *Stream) <-chan Event {
+	out := make(chan Event, 8)
+	go func() {
+		defer close(out)
+		var buf []Event
+		for {
+			var err error
+			buf, err = s.Recv(context.Background(), buf[:0])
+			for _, ev := range buf {
+				out <- ev
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
 }
 
 func run(t testing.TB, r *Runner, req Request) result {

@@ -117,33 +117,3 @@ func (s *Stream) Collect(ctx context.Context) ([]Event, error) {
 		}
 	}
 }
-
-// Events is the stream as a channel, for readers that select over it
-// (tests, tools). A goroutine forwards the events until the final one;
-// once ctx ends it drops them instead (the loop ends a cancelled request
-// at its next step, so the goroutine ends soon after). It is the slow
-// path that Recv avoids.
-func (s *Stream) Events(ctx context.Context) <-chan Event {
-	out := make(chan Event, 8)
-	go func() {
-		defer close(out)
-		var buf []Event
-		for {
-			var err error
-			buf, err = s.Recv(context.Background(), buf[:0])
-			for _, ev := range buf {
-				if ctx.Err() != nil {
-					break
-				}
-				select {
-				case out <- ev:
-				case <-ctx.Done():
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return out
-}

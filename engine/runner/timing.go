@@ -90,52 +90,6 @@ type Histogram struct {
 	Buckets []uint64
 }
 
-// Mean is the average duration (0 without samples).
-func (h Histogram) Mean() time.Duration {
-	if h.Count == 0 {
-		return 0
-	}
-	return h.Sum / time.Duration(h.Count)
-}
-
-// Quantile estimates the q-quantile (0..1) from the buckets, linearly
-// within the bucket it falls in.
-func (h Histogram) Quantile(q float64) time.Duration {
-	if h.Count == 0 {
-		return 0
-	}
-	rank := q * float64(h.Count)
-	var seen float64
-	for i, c := range h.Buckets {
-		if seen+float64(c) >= rank && c > 0 {
-			lo := 0.0
-			if i > 0 {
-				lo = TimingBounds[i-1]
-			}
-			if i >= len(TimingBounds) {
-				return time.Duration(lo * 1e9)
-			}
-			hi := TimingBounds[i]
-			frac := (rank - seen) / float64(c)
-			return time.Duration((lo + frac*(hi-lo)) * 1e9)
-		}
-		seen += float64(c)
-	}
-	return time.Duration(TimingBounds[len(TimingBounds)-1] * 1e9)
-}
-
-// Sub is the samples recorded between snapshot old and h.
-func (h Histogram) Sub(old Histogram) Histogram {
-	out := Histogram{Count: h.Count - old.Count, Sum: h.Sum - old.Sum, Buckets: make([]uint64, len(h.Buckets))}
-	for i := range h.Buckets {
-		out.Buckets[i] = h.Buckets[i]
-		if i < len(old.Buckets) {
-			out.Buckets[i] -= old.Buckets[i]
-		}
-	}
-	return out
-}
-
 var timings [numPhases]histogram
 
 func record(p Phase, d time.Duration) { timings[p].record(d) }
