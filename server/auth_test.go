@@ -200,6 +200,25 @@ func TestMaxStreams(t *testing.T) {
 		t.Fatalf("second stream: %d %s", code, b)
 	}
 	checkShape(t, "second stream", "openai", 429, b, "rate_limit_exceeded")
+	// Every door is refused by the same check in infer, each in its own
+	// shape: Anura's chat before its event stream starts, embeddings too.
+	for _, tc := range []struct{ dialect, path, body string }{
+		{"anura", "/api/v1/chat/completions", `{"model":"stories","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`},
+		{"ollama", "/api/chat", `{"model":"stories","messages":[{"role":"user","content":"hi"}],"stream":false}`},
+		{"openai", "/v1/embeddings", `{"model":"stories","input":"hi"}`},
+		{"ollama", "/api/embed", `{"model":"stories","input":"hi"}`},
+	} {
+		code, h, b := do(t, "POST", ts.URL+tc.path, "k", tc.body)
+		if code != 429 || h.Get("Retry-After") == "" || strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+			t.Errorf("%s while streaming: %d %q %s", tc.path, code, h.Get("Content-Type"), b)
+			continue
+		}
+		checkShape(t, tc.path, tc.dialect, 429, b, "rate_limit_exceeded")
+	}
+	// Requests that take no model are not bounded.
+	if code, _, b := do(t, "POST", ts.URL+"/api/show", "k", `{"model":"stories"}`); code != 200 {
+		t.Fatalf("/api/show while streaming: %d %s", code, b)
+	}
 	// GETs are not streams.
 	if code, _, _ := do(t, "GET", ts.URL+"/api/tags", "k", ""); code != 200 {
 		t.Fatalf("GET while streaming: %d", code)
@@ -213,6 +232,18 @@ func TestMaxStreams(t *testing.T) {
 		if code != 429 || time.Now().After(deadline) {
 			t.Fatalf("after the first stream ended: %d %s", code, b)
 		}
+	}
+	// A request is one place however many generations it runs.
+	code, _, b = do(t, "POST", ts.URL+"/v1/chat/completions", "k", `{"model":"stories","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"n":3}`)
+	if code != 200 {
+		t.Fatalf("n=3 with one place: %d %s", code, b)
+	}
+	var limited int64
+	for _, u := range a.Usage().Snapshot() {
+		limited += u.RateLimited
+	}
+	if limited < 5 {
+		t.Errorf("rate limited %d times, want at least 5", limited)
 	}
 }
 

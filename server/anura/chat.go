@@ -1,19 +1,20 @@
 package anura
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/server/api"
-	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
-	"github.com/tadpole-llm/tadpole/server/ollama"
+	"github.com/tadpole-llm/tadpole/server/ollamarun"
 )
 
 // chatRequest is the body of POST /api/v1/chat/completions. The sampling
@@ -59,17 +60,19 @@ type final struct {
 	EvalDuration       time.Duration `json:"eval_duration"`
 }
 
-// prepareChat resolves a chat's options the way every OpenAI-style door
-// does: OpenAI's defaults, the model's parameters, the request's options
-// map (Ollama's names), then its OpenAI fields through infer's one mapper
-// (ranges, top_p 0 as "the most likely token only"), max_tokens last.
-func (h *Handler) prepareChat(req *chatRequest) (*ollama.Call, error) {
+// request builds a chat's generation request. Its options resolve the
+// way every OpenAI-style door resolves them: OpenAI's defaults, the
+// model's parameters, the request's options map (Ollama's names), then its
+// OpenAI fields through infer's one mapper (ranges, top_p 0 as "the most
+// likely token only"), max_tokens last. The ranges that do not depend on
+// the context window are checked here, so that a bad value is a 400
+// before the stream starts rather than an error event in it.
+func (h *Handler) request(req *chatRequest) (*infer.Request, error) {
 	base := api.DefaultOptions()
 	infer.OpenAIDefaults(&base)
-	opts, err := ollama.Options(h.Infer, req.Model, base, req.Options)
+	opts, err := ollamarun.Options(h.Infer, req.Model, base, req.Options)
 	if err != nil {
-		code, msg := ollama.StatusOf(err)
-		return nil, errorf(code, "%s", msg)
+		return nil, err
 	}
 	smp := infer.OpenAISampling{
 		Temperature: req.Temperature, TopP: req.TopP, FrequencyPenalty: req.FrequencyPenalty,
@@ -81,122 +84,73 @@ func (h *Handler) prepareChat(req *chatRequest) (*ollama.Call, error) {
 	if req.MaxTokens != nil {
 		opts.NumPredict = *req.MaxTokens
 	}
-	call, err := ollama.Runner{Infer: h.Infer}.PrepareChatWith(&api.ChatRequest{
-		Model: req.Model, Messages: req.Messages, KeepAlive: req.KeepAlive,
-	}, opts)
-	if err != nil {
-		code, msg := ollama.StatusOf(err)
-		return nil, errorf(code, "%s", msg)
+	if err := opts.CheckRequest(math.MaxInt32); err != nil {
+		return nil, errorf(http.StatusBadRequest, "%v", err)
 	}
-	return call, nil
+	msgs, err := ollamarun.Messages(req.Model, req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	return &infer.Request{Model: req.Model, Chat: true, Messages: msgs, Options: opts, KeepAlive: ollamarun.KeepAlive(req.KeepAlive)}, nil
 }
 
-// updateEvery is how often a request waiting for its model is told so.
-const updateEvery = 5 * time.Second
+// A request waiting for its model is told so after firstUpdate, then
+// every updateEvery.
+const (
+	firstUpdate = 250 * time.Millisecond
+	updateEvery = 5 * time.Second
+)
 
 // chat streams a chat over Server-Sent Events: processing updates, one
 // "delta" event per piece of text, a last "delta" event with done true
-// and the statistics, then "data: [DONE]". Bad requests (400) and unknown
-// models (404) are answered before the stream starts; an error after
-// that is an "error" event.
+// and the statistics, then "data: [DONE]". Bad requests (400), unknown
+// models (404) and refusals that come at once (429, 503) are answered
+// before the stream starts; an error after that is an "error" event.
 func (h *Handler) chat(c echo.Context) error {
-	body, err := readBody(c)
+	req, err := decodeChat(c)
 	if err != nil {
 		return err
 	}
-	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return errorf(http.StatusBadRequest, "invalid value for %q: expected %s", te.Field, te.Type)
-		}
-		return errorf(http.StatusBadRequest, "invalid JSON: %v", err)
-	}
-	if req.Model == "" {
-		return errorf(http.StatusBadRequest, "model is required")
-	}
-	c.Set("model", req.Model)
-	if len(req.Messages) == 0 {
-		return errorf(http.StatusBadRequest, "messages is required")
-	}
-	call, err := h.prepareChat(&req)
+	ireq, err := h.request(req)
 	if err != nil {
 		return err
 	}
-
-	w := dialect.NewStreamWriter(c, "text/event-stream")
-	send := func(event string, v any) error {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		w.Event(event, b)
-		return w.Flush()
+	out := sse{c: c}
+	start := time.Now()
+	ctx, cancel := context.WithCancel(c.Request().Context())
+	defer cancel() // ends the generation if the client went away
+	g, err := h.startWaiting(ctx, ireq, &out)
+	switch {
+	case err != nil && !out.started:
+		return infer.HTTPError(err) // nothing sent yet: a plain error answer
+	case err != nil:
+		return out.fail(err)
 	}
-	end := func() error {
-		w.Event("", []byte("[DONE]"))
-		return w.Flush()
-	}
-	fatal := func(err error) error {
-		code, msg := ollama.StatusOf(err)
-		send("error", map[string]any{"error": msg, "status": code})
-		return end()
-	}
-
-	ctx := c.Request().Context()
-	if send("", processing{Status: "processing", State: 0}) != nil {
-		return nil
-	}
-	type started struct {
-		s   *ollama.Stream
-		err error
-	}
-	ch := make(chan started, 1)
-	go func() {
-		s, err := call.Start(ctx)
-		ch <- started{s, err}
-	}()
-	tick := time.NewTicker(updateEvery)
-	defer tick.Stop()
-	var st started
-wait:
-	for {
-		select {
-		case st = <-ch:
-			break wait
-		case <-tick.C:
-			send("", processing{Status: "processing", State: 0})
-		}
-	}
-	if st.err != nil {
-		return fatal(st.err)
-	}
-	s := st.s
-	defer s.Close()
-	if send("", processing{Status: "processing", State: 1}) != nil {
+	defer g.in.Release()
+	if out.send("", processing{Status: "processing", State: 1}) != nil {
 		return nil
 	}
 	var buf []infer.Event
 	for {
 		var rerr error
-		buf, rerr = s.Recv(buf[:0])
+		buf, rerr = g.s.Next(buf[:0])
 		for _, ev := range buf {
 			var err error
 			d := ev.Delta
 			switch {
 			case ev.Done && ev.Err != nil:
-				return fatal(ev.Err)
+				return out.fail(ev.Err)
 			case ev.Done:
-				err = send("delta", lastEvent(s, ev, d))
+				err = out.send("delta", lastEvent(req.Model, ev, ollamarun.Metrics(ev, start, g.in.LoadDuration)))
 			case d.Content != "" || d.Thinking != "":
-				err = send("delta", chatEvent{Model: req.Model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking}})
+				err = out.send("delta", chatEvent{Model: req.Model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking}})
 			}
 			if err != nil {
-				return nil // the client went away; closing the stream stops the generation
+				return nil // the client went away; the request's context ends the generation
 			}
 		}
 		if rerr == io.EOF {
-			return end()
+			return out.end()
 		}
 		if rerr != nil {
 			return nil // the client went away
@@ -204,14 +158,121 @@ wait:
 	}
 }
 
+// decodeChat reads and checks a chat request's body.
+func decodeChat(c echo.Context) (*chatRequest, error) {
+	body, err := readBody(c)
+	if err != nil {
+		return nil, err
+	}
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, errorf(http.StatusBadRequest, "invalid value for %q: expected %s", te.Field, te.Type)
+		}
+		return nil, errorf(http.StatusBadRequest, "invalid JSON: %v", err)
+	}
+	if req.Model == "" {
+		return nil, errorf(http.StatusBadRequest, "model is required")
+	}
+	c.Set("model", req.Model)
+	if len(req.Messages) == 0 {
+		return nil, errorf(http.StatusBadRequest, "messages is required")
+	}
+	return &req, nil
+}
+
+// started is a generation started on its model instance; the instance
+// must be released once.
+type started struct {
+	in  *infer.Instance
+	s   *infer.Stream
+	err error
+}
+
+// startWaiting gets the model's instance and starts the generation. The
+// first "processing" event (state 0) goes out once that takes longer than
+// firstUpdate, then one every updateEvery: a request refused at once (its
+// key's concurrent requests, a full queue, a bad value) is answered with
+// its status code before the stream starts.
+func (h *Handler) startWaiting(ctx context.Context, req *infer.Request, out *sse) (started, error) {
+	ch := make(chan started, 1)
+	go func() {
+		in, err := h.Infer.Acquire(ctx, req.Model, req.Options, req.KeepAlive)
+		if err != nil {
+			ch <- started{err: err}
+			return
+		}
+		s, err := h.Infer.Start(ctx, in, req)
+		if err != nil {
+			in.Release()
+			ch <- started{err: err}
+			return
+		}
+		ch <- started{in: in, s: s}
+	}()
+	tick := time.NewTimer(firstUpdate)
+	defer tick.Stop()
+	for {
+		select {
+		case g := <-ch:
+			if g.err == nil && !out.started {
+				g.err = out.send("", processing{Status: "processing", State: 0})
+				if g.err != nil {
+					g.in.Release()
+				}
+			}
+			return g, g.err
+		case <-tick.C:
+			out.send("", processing{Status: "processing", State: 0})
+			tick.Reset(updateEvery)
+		}
+	}
+}
+
+// sse frames Anura's events.
+type sse struct {
+	c       echo.Context
+	w       *dialect.StreamWriter // made (and the 200 sent) with the first event
+	started bool                  // an event was sent: errors go in the stream
+}
+
+// send writes one event (event "" is a plain data line) and flushes it.
+func (o *sse) send(event string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if !o.started {
+		o.w, o.started = dialect.NewStreamWriter(o.c, "text/event-stream"), true
+	}
+	o.w.Event(event, b)
+	return o.w.Flush()
+}
+
+// end writes "data: [DONE]".
+func (o *sse) end() error {
+	o.w.Event("", []byte("[DONE]"))
+	return o.w.Flush()
+}
+
+// fail ends the stream with an error event (the error's status and
+// message) and "[DONE]".
+func (o *sse) fail(err error) error {
+	e := dialect.From(infer.HTTPError(err))
+	o.send("error", map[string]any{"error": e.Message, "status": e.Status})
+	return o.end()
+}
+
 // lastEvent is the done event of a stream that ended with ev.
-func lastEvent(s *ollama.Stream, ev infer.Event, d chatparse.Delta) chatEvent {
-	r := s.ChatFinal(ev, d)
+func lastEvent(model string, ev infer.Event, m api.Metrics) chatEvent {
+	d := ev.Delta
 	return chatEvent{
-		Model: r.Model, CreatedAt: r.CreatedAt, Message: r.Message, Done: true, DoneReason: r.DoneReason,
+		Model: model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking},
+		Done: true, DoneReason: ev.DoneReason,
 		final: &final{
-			TotalDuration: r.TotalDuration, LoadDuration: r.LoadDuration, PromptEvalCount: r.PromptEvalCount,
-			PromptEvalDuration: r.PromptEvalDuration, EvalCount: r.EvalCount, EvalDuration: r.EvalDuration,
+			TotalDuration: m.TotalDuration, LoadDuration: m.LoadDuration, PromptEvalCount: m.PromptEvalCount,
+			PromptEvalDuration: m.PromptEvalDuration, EvalCount: m.EvalCount, EvalDuration: m.EvalDuration,
 		},
 	}
 }

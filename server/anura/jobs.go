@@ -16,7 +16,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/auth"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/jobs"
-	"github.com/tadpole-llm/tadpole/server/ollama"
+	"github.com/tadpole-llm/tadpole/server/ollamarun"
 	"github.com/tadpole-llm/tadpole/server/usage"
 )
 
@@ -396,7 +396,7 @@ func (h *Handler) runOllama(ctx context.Context, j *jobs.Job) ([]byte, error) {
 	if err := h.limitTokens(jobModel(gen, chat)); err != nil {
 		return nil, err
 	}
-	r := ollama.Runner{Infer: h.Infer, Priority: jobPriority}
+	r := ollamarun.Runner{Infer: h.Infer, Priority: jobPriority}
 	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
 		var resp any
 		if chat != nil {
@@ -407,9 +407,8 @@ func (h *Handler) runOllama(ctx context.Context, j *jobs.Job) ([]byte, error) {
 		if err == nil {
 			return json.Marshal(resp)
 		}
-		code, msg := ollama.StatusOf(err)
-		if code != http.StatusServiceUnavailable {
-			return nil, errors.New(msg)
+		if e := dialect.From(err); e.Status != http.StatusServiceUnavailable {
+			return nil, errors.New(e.Message)
 		}
 		select {
 		case <-ctx.Done():

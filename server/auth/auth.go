@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -28,8 +27,9 @@ type Config struct {
 	// minute); 0: no limit.
 	Rate int
 	Per  time.Duration
-	// MaxStreams is how many generation requests (POST) a key may have
-	// in flight at once; 0: no limit.
+	// MaxStreams is how many requests a key may have on models at once
+	// (generations and embeddings; infer enforces it when a request
+	// acquires its model); 0: no limit.
 	MaxStreams int
 	// Usage receives each key's counters (nil: a table of its own).
 	Usage *usage.Table
@@ -53,7 +53,7 @@ type key struct {
 	mu      sync.Mutex
 	tokens  float64
 	last    time.Time
-	streams atomic.Int64
+	streams *usage.Streams
 }
 
 // New checks the configuration and builds an Auth.
@@ -86,7 +86,8 @@ func New(cfg Config) (*Auth, error) {
 			continue
 		}
 		id := keyID(en.hash)
-		k := &key{hash: en.hash, id: id, scope: en.scope, usage: a.usage.For(id), tokens: a.burst}
+		k := &key{hash: en.hash, id: id, scope: en.scope, usage: a.usage.For(id), tokens: a.burst,
+			streams: usage.NewStreams(int(a.maxStreams))}
 		seen[en.hash] = k
 		a.keys = append(a.keys, k)
 	}
@@ -160,7 +161,10 @@ func secret(r *http.Request) string {
 }
 
 // Middleware refuses requests without a valid key (401) and over a key's
-// limits (429 with Retry-After), and counts each key's requests.
+// request rate (429 with Retry-After), and counts each key's requests.
+// The request's context carries the key's counters and its bound on
+// concurrent requests, which infer enforces when the request acquires a
+// model.
 func (a *Auth) Middleware() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -183,24 +187,14 @@ func (a *Auth) Middleware() echo.MiddlewareFunc {
 					Message: fmt.Sprintf("%s manages models and needs an admin key; this key's scope is %s", req.URL.Path, k.scope),
 				})
 			}
-			c.SetRequest(req.WithContext(usage.NewContext(context.WithValue(req.Context(), keyCtx{}, k), k.usage)))
+			ctx := usage.WithStreams(usage.NewContext(context.WithValue(req.Context(), keyCtx{}, k), k.usage), k.streams)
+			c.SetRequest(req.WithContext(ctx))
 			if wait := a.take(k, time.Now()); wait > 0 {
 				k.usage.Limited()
 				return dialect.Write(c, dialect.Error{
 					Status: http.StatusTooManyRequests, Message: fmt.Sprintf("rate limit reached: %.0f requests per %s", a.burst, perText(a.burst/a.rate)),
 					Code: "rate_limit_exceeded", RetryAfter: int(math.Ceil(wait.Seconds())),
 				})
-			}
-			if req.Method == http.MethodPost && a.maxStreams > 0 {
-				if k.streams.Add(1) > a.maxStreams {
-					k.streams.Add(-1)
-					k.usage.Limited()
-					return dialect.Write(c, dialect.Error{
-						Status: http.StatusTooManyRequests, Message: fmt.Sprintf("too many concurrent requests: at most %d per key", a.maxStreams),
-						Code: "rate_limit_exceeded", RetryAfter: 1,
-					})
-				}
-				defer k.streams.Add(-1)
 			}
 			k.usage.Request()
 			return next(c)

@@ -10,7 +10,7 @@ import (
 // HTTPError is err as the server's error answer, which every dialect
 // writes in its shape: a ParamError is a 400 about its field; by Kind,
 // BadRequest is a 400, NotFound a 404, Unavailable a 503 with the busy
-// Retry-After, and LoadFailed, Internal and errors without a Kind a 500.
+// Retry-After, RateLimited a 429 with Retry-After 1, and LoadFailed, Internal and errors without a Kind a 500.
 // The message is err's text; err stays the cause.
 func HTTPError(err error) *dialect.Error {
 	var pe *ParamError
@@ -25,6 +25,8 @@ func HTTPError(err error) *dialect.Error {
 		e.Status = http.StatusNotFound
 	case Unavailable:
 		e.Status, e.RetryAfter = http.StatusServiceUnavailable, dialect.RetryAfterSeconds
+	case RateLimited:
+		e.Status, e.RetryAfter, e.Code = http.StatusTooManyRequests, 1, "rate_limit_exceeded"
 	}
 	return e
 }

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +46,9 @@ const (
 	// Unavailable: the server is overloaded (the wait queue is full); the
 	// client should retry later (503 with Retry-After).
 	Unavailable
+	// RateLimited: the request's API key has its most requests in flight
+	// (429 with Retry-After).
+	RateLimited
 )
 
 // Error is an error with a Kind.
@@ -143,24 +145,6 @@ type Service struct {
 	waiting atomic.Int64 // requests queued for a slot, over every model
 }
 
-// admit takes a place in the queue of requests waiting for a slot
-// (sched.Config.MaxQueue places over every model), or reports that there
-// is none. leave gives it back; it may be called more than once.
-func (s *Service) admit() (leave func(), ok bool) {
-	limit := int64(s.Sched.Config().MaxQueue)
-	for {
-		n := s.waiting.Load()
-		if n >= limit {
-			return nil, false
-		}
-		if s.waiting.CompareAndSwap(n, n+1) {
-			break
-		}
-	}
-	var once sync.Once
-	return func() { once.Do(func() { s.waiting.Add(-1) }) }, true
-}
-
 // Instance is an acquired model instance; Release must be called once.
 type Instance struct {
 	*sched.Instance
@@ -188,11 +172,20 @@ func (in *Instance) Release() {
 // main_gpu, use_mmap, use_mlock and num_thread are ignored with a logged
 // warning, and its num_ctx only picks a window of at most the server's
 // --max-ctx.
-func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, keepAlive *time.Duration) (*Instance, error) {
+func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, keepAlive *time.Duration) (in *Instance, err error) {
 	entry, err := s.resolve(model)
 	if err != nil {
 		return nil, err
 	}
+	leaveKey, err := enterKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			leaveKey()
+		}
+	}()
 	if len(entry.Adapters) > 0 {
 		// Refused rather than silently served without the adapter.
 		return nil, Errorf(BadRequest, "model %q has a LoRA adapter (ADAPTER); adapters are not supported yet", model)
@@ -213,7 +206,7 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 	}
 	name := entry.Name.String()
 	key := sched.KeyFor(entry.Path, opts)
-	in, loadDur, err := s.Sched.Acquire(ctx, name, key)
+	si, loadDur, err := s.Sched.Acquire(ctx, name, key)
 	if err != nil {
 		var re *engine.RangeError
 		switch {
@@ -229,7 +222,7 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 	if loadDur > 0 {
 		s.Telemetry.Load(ctx, name, loadDur)
 		_, span := s.Telemetry.Start(ctx, "load", trace.WithTimestamp(time.Now().Add(-loadDur)))
-		span.SetAttributes(attribute.String("model", name), attribute.String("processor", in.Placement.Processor()))
+		span.SetAttributes(attribute.String("model", name), attribute.String("processor", si.Placement.Processor()))
 		span.End()
 	}
 	ka := s.Sched.Config().KeepAlive
@@ -238,10 +231,10 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 	}
 	window := opts.NumCtx
 	if window == 0 {
-		window = in.DefaultCtx
+		window = si.DefaultCtx
 	}
-	return &Instance{Instance: in, Name: name, Entry: entry, LoadDuration: loadDur, Window: window,
-		release: func() { s.Sched.Release(in, ka) }, telemetry: s.Telemetry}, nil
+	return &Instance{Instance: si, Name: name, Entry: entry, LoadDuration: loadDur, Window: window,
+		release: func() { s.Sched.Release(si, ka); leaveKey() }, telemetry: s.Telemetry}, nil
 }
 
 func (s *Service) resolve(model string) (models.Entry, error) {
@@ -317,12 +310,9 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 	if o.RepeatLastN == -1 {
 		o.RepeatLastN = in.Window // Ollama: -1 looks back over the whole context
 	}
-	// Admission: a place in the queue is taken before the request is
-	// queued and given back when it leaves the queue, so the bound holds
-	// exactly however requests interleave.
-	leave, ok := s.admit()
-	if !ok {
-		return nil, Errorf(Unavailable, "%v", sched.ErrQueueFull)
+	leave, err := s.admit() // admission.go
+	if err != nil {
+		return nil, err
 	}
 	gen, err := in.Runner.Generate(ctx, runner.Request{
 		Prompt:      tokens,

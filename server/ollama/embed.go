@@ -9,6 +9,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/ollamarun"
 )
 
 func (h *Handler) embed(c echo.Context) error {
@@ -28,7 +29,7 @@ func (h *Handler) embed(c echo.Context) error {
 	if req.Dimensions < 0 {
 		return errorf(http.StatusBadRequest, "dimensions must be positive")
 	}
-	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, keepAlive(req.KeepAlive))
+	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, ollamarun.KeepAlive(req.KeepAlive))
 	if err != nil {
 		return inferError(err)
 	}
@@ -84,7 +85,7 @@ func (h *Handler) embeddings(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, keepAlive(req.KeepAlive))
+	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, ollamarun.KeepAlive(req.KeepAlive))
 	if err != nil {
 		return inferError(err)
 	}

@@ -2,6 +2,7 @@ package ollama
 
 import (
 	"encoding/json"
+	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -10,6 +11,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/ollamarun"
 )
 
 // prepare checks the model name of a decoded request, notes it for the
@@ -19,18 +21,11 @@ func (h *Handler) prepare(c echo.Context, model string, m map[string]any) (api.O
 	if model != "" {
 		c.Set("model", model)
 	}
-	return options(h.Infer, model, m)
-}
-
-func keepAlive(d *api.Duration) *time.Duration {
-	if d == nil {
-		return nil
-	}
-	return &d.Duration
+	return ollamarun.Options(h.Infer, model, api.DefaultOptions(), m)
 }
 
 // runner runs the handler's requests at interactive priority.
-func (h *Handler) runner() Runner { return Runner{Infer: h.Infer} }
+func (h *Handler) runner() ollamarun.Runner { return ollamarun.Runner{Infer: h.Infer} }
 
 func (h *Handler) generate(c echo.Context) error {
 	var req api.GenerateRequest
@@ -44,26 +39,9 @@ func (h *Handler) generate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return serve(c, req.Stream, call, (*Stream).GenerateFinal, func(d chatparse.Delta) any {
+	return serve(c, req.Stream, call, (*ollamarun.Stream).GenerateFinal, func(d chatparse.Delta) any {
 		return api.GenerateResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Response: d.Content, Thinking: d.Thinking}
 	})
-}
-
-// loadReason is the done_reason of a load-only request.
-func loadReason(keepAlive *time.Duration) string {
-	if keepAlive != nil && *keepAlive == 0 {
-		return "unload"
-	}
-	return "load"
-}
-
-// metrics are Ollama's statistics of a finished request.
-func metrics(ev infer.Event, start time.Time, load time.Duration) api.Metrics {
-	return api.Metrics{
-		TotalDuration: time.Since(start), LoadDuration: load,
-		PromptEvalCount: ev.Stats.PromptEvalCount, PromptEvalDuration: ev.Stats.PromptEvalDuration,
-		EvalCount: ev.Stats.EvalCount, EvalDuration: ev.Stats.EvalDuration,
-	}
 }
 
 // streamNDJSON writes one JSON line per event (none where line returns
@@ -71,7 +49,7 @@ func metrics(ev infer.Event, start time.Time, load time.Duration) api.Metrics {
 // one write and one flush: when the client (or this goroutine) is slower
 // than the model, tokens are coalesced instead of queuing up behind one
 // flush each.
-func streamNDJSON(c echo.Context, s *Stream, line func(infer.Event) any) error {
+func streamNDJSON(c echo.Context, s *ollamarun.Stream, line func(infer.Event) any) error {
 	w := dialect.NewStreamWriter(c, "application/x-ndjson")
 	enc := json.NewEncoder(w.Buffer())
 	var buf []infer.Event
@@ -92,4 +70,39 @@ func streamNDJSON(c echo.Context, s *Stream, line func(infer.Event) any) error {
 			return nil // the final event was written, or the client went away
 		}
 	}
+}
+
+// serve answers a call over HTTP: the whole answer when not streaming,
+// else NDJSON lines (chunk for each decided piece, the final answer last,
+// or an error line).
+func serve[T any](c echo.Context, stream *bool, call *ollamarun.Call, final func(*ollamarun.Stream, infer.Event, chatparse.Delta) T, chunk func(chatparse.Delta) any) error {
+	ctx := c.Request().Context()
+	if stream != nil && !*stream {
+		resp, err := ollamarun.RunToEnd(ctx, call, final)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, resp)
+	}
+	s, err := call.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if s.LoadOnly() {
+		return c.JSON(http.StatusOK, final(s, infer.Event{}, chatparse.Delta{}))
+	}
+	return streamNDJSON(c, s, func(ev infer.Event) any {
+		d := ev.Delta
+		if !ev.Done {
+			if d.Empty() {
+				return nil // held back by the parser: nothing decided yet
+			}
+			return chunk(d)
+		}
+		if ev.Err != nil {
+			return api.ErrorResponse{Error: ev.Err.Error()}
+		}
+		return final(s, ev, d)
+	})
 }

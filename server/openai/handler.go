@@ -119,21 +119,15 @@ func article(v string) string {
 // (temperature 1, top_p 1, no repeat penalty), then the model's
 // own parameters (its Modelfile's PARAMETER lines). The request's fields
 // go on top. numPredict is the endpoint's default token limit, which the
-// model's num_predict parameter overrides. It also checks that the model
-// exists.
+// model's num_predict parameter overrides. The model is resolved, and its
+// parameters checked, by infer as for every door.
 func (h *Handler) options(model string, numPredict int) (api.Options, error) {
-	opts := api.DefaultOptions()
-	infer.OpenAIDefaults(&opts)
-	opts.NumPredict = numPredict
-	entry, err := h.Store.Resolve(model)
+	base := api.DefaultOptions()
+	infer.OpenAIDefaults(&base)
+	base.NumPredict = numPredict
+	opts, err := h.Infer.ModelOptionsFrom(model, base)
 	if err != nil {
-		if errors.Is(err, models.ErrNotFound) {
-			return opts, modelNotFound(model)
-		}
-		return opts, &Error{Status: http.StatusNotFound, Param: "model", Code: "model_not_found", Message: err.Error()}
-	}
-	if _, err := opts.Apply(entry.Params); err != nil {
-		return opts, &Error{Status: http.StatusInternalServerError, Message: fmt.Sprintf("model %q has invalid parameters: %v", model, err)}
+		return opts, inferError(err, model)
 	}
 	return opts, nil
 }

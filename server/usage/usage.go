@@ -98,3 +98,55 @@ func AddTokens(ctx context.Context, in, out int) {
 		c.Tokens(in, out)
 	}
 }
+
+// Streams bounds how many requests one key has on models at once (a
+// generation, n choices of one request or an embedding request each
+// count once, from the moment they ask for their model until they hand
+// it back). infer decides it, with the queue bound, when a request
+// acquires its model (infer/admission.go); the zero or a nil Streams has
+// no bound.
+type Streams struct {
+	max int64
+	n   atomic.Int64
+}
+
+// NewStreams makes a bound of max requests in flight (0: none).
+func NewStreams(max int) *Streams { return &Streams{max: int64(max)} }
+
+// Max is the bound (0: none).
+func (s *Streams) Max() int {
+	if s == nil {
+		return 0
+	}
+	return int(s.max)
+}
+
+// Enter takes a place, or reports that all max are taken. leave gives it
+// back; it may be called more than once.
+func (s *Streams) Enter() (leave func(), ok bool) {
+	if s == nil || s.max <= 0 {
+		return func() {}, true
+	}
+	if s.n.Add(1) > s.max {
+		s.n.Add(-1)
+		return nil, false
+	}
+	var once sync.Once
+	return func() { once.Do(func() { s.n.Add(-1) }) }, true
+}
+
+type streamsKey struct{}
+
+// WithStreams returns ctx carrying a key's stream bound.
+func WithStreams(ctx context.Context, s *Streams) context.Context {
+	if s == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, streamsKey{}, s)
+}
+
+// StreamsFrom is the stream bound ctx carries, or nil.
+func StreamsFrom(ctx context.Context) *Streams {
+	s, _ := ctx.Value(streamsKey{}).(*Streams)
+	return s
+}

@@ -1,4 +1,4 @@
-package ollama
+package ollamarun
 
 import (
 	"context"
@@ -7,19 +7,16 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
-	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
 // Runner runs Ollama generate and chat requests through the generation
 // path. It is the one implementation behind /api/generate and /api/chat
-// and behind every other caller that needs Ollama's answers (the job
-// workers of server/anura, which run with a negative Priority so that
-// interactive requests overtake them for slots).
+// (server/ollama) and behind the job workers of server/anura, whose jobs
+// carry Ollama requests and run with a negative Priority so that
+// interactive requests overtake them for slots.
 type Runner struct {
 	Infer *infer.Service
 	// Priority orders requests waiting for a slot: 0 for interactive
@@ -93,7 +90,7 @@ func (r Runner) PrepareGenerate(req *api.GenerateRequest) (*Call, error) {
 	}
 	ireq := &infer.Request{
 		Model: req.Model, Prompt: req.Prompt, Suffix: req.Suffix, System: req.System, Template: req.Template, Raw: req.Raw, Grammar: grammar,
-		Context: req.Context, Options: opts, KeepAlive: keepAlive(req.KeepAlive), Truncate: req.Truncate, Shift: req.Shift,
+		Context: req.Context, Options: opts, KeepAlive: KeepAlive(req.KeepAlive), Truncate: req.Truncate, Shift: req.Shift,
 		Priority: r.Priority, Think: think, TemplateVars: vars,
 	}
 	return &Call{r: r, model: req.Model, ireq: ireq, loadOnly: req.Prompt == "" && len(req.Context) == 0, start: start}, nil
@@ -126,22 +123,12 @@ func (r Runner) PrepareChatWith(req *api.ChatRequest, opts api.Options) (*Call, 
 		return nil, err
 	}
 	ireq := &infer.Request{
-		Model: req.Model, Chat: true, Options: opts, KeepAlive: keepAlive(req.KeepAlive),
+		Model: req.Model, Chat: true, Options: opts, KeepAlive: KeepAlive(req.KeepAlive),
 		Grammar: grammar, Truncate: req.Truncate, Shift: req.Shift, Priority: r.Priority,
 		Tools: tools, Think: think, TemplateVars: vars,
 	}
-	for i, m := range req.Messages {
-		if !chatRoles[m.Role] {
-			return nil, errorf(http.StatusBadRequest, "messages[%d]: invalid role %q (system, user, assistant or tool)", i, m.Role)
-		}
-		if len(m.Images) > 0 {
-			return nil, errorf(http.StatusBadRequest, "model %q does not support images", req.Model)
-		}
-		msg, err := message(i, m)
-		if err != nil {
-			return nil, err
-		}
-		ireq.Messages = append(ireq.Messages, msg)
+	if ireq.Messages, err = Messages(req.Model, req.Messages); err != nil {
+		return nil, err
 	}
 	return &Call{r: r, model: req.Model, ireq: ireq, loadOnly: len(req.Messages) == 0, start: start}, nil
 }
@@ -189,7 +176,7 @@ func (s *Stream) Close() {
 
 // Metrics are the statistics of the stream's final event.
 func (s *Stream) Metrics(ev infer.Event) api.Metrics {
-	return metrics(ev, s.call.start, s.in.LoadDuration)
+	return Metrics(ev, s.call.start, s.in.LoadDuration)
 }
 
 // GenerateFinal is the last /api/generate answer of a stream that ended
@@ -219,7 +206,7 @@ func (s *Stream) ChatFinal(ev infer.Event, d chatparse.Delta) api.ChatResponse {
 	}
 	return api.ChatResponse{
 		Model: s.call.model, CreatedAt: time.Now().UTC(),
-		Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking, ToolCalls: apiToolCalls(d.ToolCalls)},
+		Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking, ToolCalls: ToolCalls(d.ToolCalls)},
 		Done:    true, DoneReason: ev.DoneReason, Metrics: s.Metrics(ev),
 	}
 }
@@ -254,7 +241,7 @@ func (r Runner) Generate(ctx context.Context, req *api.GenerateRequest) (*api.Ge
 	if err != nil {
 		return nil, err
 	}
-	resp, err := runToEnd(ctx, call, (*Stream).GenerateFinal)
+	resp, err := RunToEnd(ctx, call, (*Stream).GenerateFinal)
 	return &resp, err
 }
 
@@ -264,12 +251,13 @@ func (r Runner) Chat(ctx context.Context, req *api.ChatRequest) (*api.ChatRespon
 	if err != nil {
 		return nil, err
 	}
-	resp, err := runToEnd(ctx, call, (*Stream).ChatFinal)
+	resp, err := RunToEnd(ctx, call, (*Stream).ChatFinal)
 	return &resp, err
 }
 
-// runToEnd starts a call, collects its text and builds the final answer.
-func runToEnd[T any](ctx context.Context, call *Call, final func(*Stream, infer.Event, chatparse.Delta) T) (T, error) {
+// RunToEnd starts a call, collects its text and builds the final answer
+// with final ((*Stream).GenerateFinal or ChatFinal).
+func RunToEnd[T any](ctx context.Context, call *Call, final func(*Stream, infer.Event, chatparse.Delta) T) (T, error) {
 	var zero T
 	s, err := call.Start(ctx)
 	if err != nil {
@@ -284,47 +272,4 @@ func runToEnd[T any](ctx context.Context, call *Call, final func(*Stream, infer.
 		return zero, err
 	}
 	return final(s, ev, d), nil
-}
-
-// serve answers a call over HTTP: the whole answer when not streaming,
-// else NDJSON lines (chunk for each decided piece, the final answer last,
-// or an error line).
-func serve[T any](c echo.Context, stream *bool, call *Call, final func(*Stream, infer.Event, chatparse.Delta) T, chunk func(chatparse.Delta) any) error {
-	ctx := c.Request().Context()
-	if stream != nil && !*stream {
-		resp, err := runToEnd(ctx, call, final)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, resp)
-	}
-	s, err := call.Start(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if s.LoadOnly() {
-		return c.JSON(http.StatusOK, final(s, infer.Event{}, chatparse.Delta{}))
-	}
-	return streamNDJSON(c, s, func(ev infer.Event) any {
-		d := ev.Delta
-		if !ev.Done {
-			if d.Empty() {
-				return nil // held back by the parser: nothing decided yet
-			}
-			return chunk(d)
-		}
-		if ev.Err != nil {
-			return api.ErrorResponse{Error: ev.Err.Error()}
-		}
-		return final(s, ev, d)
-	})
-}
-
-// StatusOf is the HTTP status code and message of an error of a Runner
-// (500 for an error without one), for callers that answer in another
-// shape or record the error.
-func StatusOf(err error) (int, string) {
-	e := dialect.From(err)
-	return e.Status, e.Message
 }

@@ -1,12 +1,16 @@
-package ollama
+package ollamarun
 
 import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/engine/grammar"
 
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
@@ -59,6 +63,28 @@ func tools(ts []api.Tool) ([]json.RawMessage, error) {
 	return out, nil
 }
 
+var chatRoles = map[string]bool{"system": true, "user": true, "assistant": true, "tool": true}
+
+// Messages converts an Ollama chat's messages (for model, named in
+// errors), checking their roles.
+func Messages(model string, ms []api.Message) ([]infer.Message, error) {
+	out := make([]infer.Message, 0, len(ms))
+	for i, m := range ms {
+		if !chatRoles[m.Role] {
+			return nil, errorf(http.StatusBadRequest, "messages[%d]: invalid role %q (system, user, assistant or tool)", i, m.Role)
+		}
+		if len(m.Images) > 0 {
+			return nil, errorf(http.StatusBadRequest, "model %q does not support images", model)
+		}
+		msg, err := message(i, m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, msg)
+	}
+	return out, nil
+}
+
 // message converts an Ollama chat message.
 func message(i int, m api.Message) (infer.Message, error) {
 	msg := infer.Message{Role: m.Role, Content: m.Content, Thinking: m.Thinking, ToolCallID: m.ToolCallID, ToolName: m.ToolName}
@@ -72,11 +98,53 @@ func message(i int, m api.Message) (infer.Message, error) {
 	return msg, nil
 }
 
-// apiToolCalls converts parsed calls into Ollama's shape.
-func apiToolCalls(calls []chatparse.ToolCall) []api.ToolCall {
+// ToolCalls converts parsed calls into Ollama's shape.
+func ToolCalls(calls []chatparse.ToolCall) []api.ToolCall {
 	var out []api.ToolCall
 	for _, c := range calls {
 		out = append(out, api.ToolCall{ID: c.ID, Function: api.ToolCallFunction{Index: c.Index, Name: c.Name, Arguments: c.Arguments}})
 	}
 	return out
 }
+
+// formatGrammar turns Ollama's format ("json" or a JSON schema) into a
+// grammar.
+func formatGrammar(format []byte) (string, error) {
+	g, err := grammar.FromFormat(format)
+	if err != nil {
+		return "", errorf(http.StatusBadRequest, "%v", err)
+	}
+	return g, nil
+}
+
+// KeepAlive is a request's keep_alive as infer takes it.
+func KeepAlive(d *api.Duration) *time.Duration {
+	if d == nil {
+		return nil
+	}
+	return &d.Duration
+}
+
+// loadReason is the done_reason of a load-only request.
+func loadReason(keepAlive *time.Duration) string {
+	if keepAlive != nil && *keepAlive == 0 {
+		return "unload"
+	}
+	return "load"
+}
+
+// Metrics are Ollama's statistics of a request that started at start,
+// waited load for its model and ended with ev.
+func Metrics(ev infer.Event, start time.Time, load time.Duration) api.Metrics {
+	return api.Metrics{
+		TotalDuration: time.Since(start), LoadDuration: load,
+		PromptEvalCount: ev.Stats.PromptEvalCount, PromptEvalDuration: ev.Stats.PromptEvalDuration,
+		EvalCount: ev.Stats.EvalCount, EvalDuration: ev.Stats.EvalDuration,
+	}
+}
+
+func errorf(code int, format string, args ...any) error {
+	return dialect.Errorf(code, format, args...)
+}
+
+func inferError(err error) error { return infer.HTTPError(err) }
