@@ -6,14 +6,28 @@
 // Anura job and streaming API under /api/v1/ (server/anura), whose jobs
 // server/jobs stores and runs.
 //
+// The request path, the same for every dialect: the dialect decodes its
+// wire format into an infer.Request (OpenAI-style sampling fields through
+// infer.OpenAISampling; Ollama's generate and chat requests, which Anura's
+// jobs also carry, through server/ollamarun); infer.Service.Acquire
+// resolves the model, takes the API key's place (--max-streams) and gets a
+// loaded instance from the scheduler; infer.Service.Start renders and
+// tokenizes the prompt, takes a place in the wait queue (--max-queue) and
+// queues it on the instance's runner; the dialect reads the returned
+// infer.Stream (content, thinking and tool calls already split) and
+// encodes it; errors are dialect.Errors written in the dialect's shape. A
+// dialect imports neither the runner nor another dialect
+// (TestDialectsAreThin).
+//
 // Every request goes through, in order: a request ID; panic recovery;
 // the browser boundary (boundary.go, cors.go): the Host guard on loopback
 // listeners, the Origin guard and CORS; the request log, which also
 // counts and traces the request (server/telemetry) and lists it for the
 // report printed if llama.cpp aborts the process; the body type guard
 // (JSON or form-encoded bodies only); authentication (server/auth: API
-// keys, the admin scope for model management, per-key rate and stream
-// limits, per-key counters in server/usage); and the body size limit
+// keys, the admin scope for model management, the per-key request rate,
+// per-key counters and the per-key bound on concurrent requests, which
+// infer enforces, in server/usage); and the body size limit
 // (bodylimit.go; blob uploads are exempt). What is refused before a
 // dialect's handler runs is answered in the shape of the path's dialect
 // (server/dialect).

@@ -216,15 +216,41 @@ func TestSetParameter(t *testing.T) {
 		{"stop", []string{"User:"}, ""},
 		{"colour", []string{"red"}, `unknown parameter "colour"`},
 		{"seed", nil, "needs a value"},
+		{"num_ctx", []string{"lots"}, "not an integer"},
+		{"top_k", []string{"99999999999"}, "out of range"},
+		{"temperature", []string{"NaN"}, "not a number"},
 	} {
 		err := setParameter(opts, tc.name, tc.values)
 		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("%s %v: err %v, want %q", tc.name, tc.values, err, tc.err)
 		}
 	}
-	want := map[string]any{"temperature": 0.2, "num_ctx": int64(4096), "use_mmap": false,
+	want := map[string]any{"temperature": 0.2, "num_ctx": 4096, "use_mmap": false,
 		"stop": []string{"###", "<|im_end|>", "User:"}}
 	if !reflect.DeepEqual(opts, want) {
 		t.Errorf("options %#v, want %#v", opts, want)
+	}
+}
+
+func TestServeRefusesBadEnvironment(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"TADPOLE_POLL", "500", "TADPOLE_POLL"},
+		{"TADPOLE_POLL", "fast", "TADPOLE_POLL"},
+		{"TADPOLE_MAX_STREAMS", "many", "not an integer"},
+		{"TADPOLE_WRITE_TIMEOUT", "soon", "not a duration"},
+	} {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			envErrors = nil
+			t.Cleanup(func() { envErrors = nil })
+			t.Setenv(tc.name, tc.value)
+			_, err := parseServeFlags(nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+	envErrors = nil
+	if _, err := parseServeFlags(nil); err != nil {
+		t.Fatalf("clean environment: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
 )
@@ -310,10 +311,11 @@ func writeMetrics(w io.Writer, m api.Metrics) {
 }
 
 // setParameter sets a model option from its text form, as /set parameter
-// and --parameter give it: a number, true/false, or text; "stop" adds
-// stop strings to a list.
+// and --parameter give it, typed and range-checked by the one option table
+// (models.ParseOption, as a Modelfile's PARAMETER); "stop" adds stop
+// strings to a list.
 func setParameter(opts map[string]any, name string, values []string) error {
-	if !knownOptions[name] {
+	if _, ok := models.LookupOption(name); !ok {
 		return fmt.Errorf("unknown parameter %q", name)
 	}
 	if len(values) == 0 {
@@ -327,22 +329,12 @@ func setParameter(opts map[string]any, name string, values []string) error {
 		opts["stop"] = list
 		return nil
 	}
-	opts[name] = parseValue(unquote(strings.Join(values, " ")))
+	v, err := models.ParseOption(name, unquote(strings.Join(values, " ")))
+	if err != nil {
+		return err
+	}
+	opts[name] = v
 	return nil
-}
-
-// parseValue is an option value: an integer, a number, a boolean or text.
-func parseValue(v string) any {
-	if i, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return i
-	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		return f
-	}
-	if b, err := strconv.ParseBool(v); err == nil {
-		return b
-	}
-	return v
 }
 
 func unquote(v string) string {
@@ -352,14 +344,3 @@ func unquote(v string) string {
 	return v
 }
 
-// knownOptions are the names of the model options (api.Options).
-var knownOptions = func() map[string]bool {
-	b, _ := json.Marshal(api.DefaultOptions())
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(b, &m)
-	known := map[string]bool{"use_mmap": true}
-	for k := range m {
-		known[k] = true
-	}
-	return known
-}()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -31,18 +32,48 @@ func env(name, def string) string {
 	return def
 }
 
+// envErrors are the environment variables set to values that do not
+// parse: serve refuses to start with them rather than silently using the
+// default.
+var envErrors []error
+
 func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(env(name, "")); err == nil {
-		return v
+	s := env(name, "")
+	if s == "" {
+		return def
 	}
-	return def
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		envErrors = append(envErrors, fmt.Errorf("%s=%q: not an integer", name, s))
+		return def
+	}
+	return v
 }
 
 func envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return v
+	s := env(name, "")
+	if s == "" {
+		return def
 	}
-	return def
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		envErrors = append(envErrors, fmt.Errorf("%s=%q: not a duration (e.g. 30s, 5m)", name, s))
+		return def
+	}
+	return v
+}
+
+// checkEnv reports the environment variables set to values that do not
+// parse, and those the engine reads itself (TADPOLE_POLL) when out of
+// range.
+func checkEnv() error {
+	errs := envErrors
+	if s := env("TADPOLE_POLL", ""); s != "" {
+		if v, err := strconv.Atoi(s); err != nil || v < 0 || v > 100 {
+			errs = append(errs, fmt.Errorf("TADPOLE_POLL=%q: want an integer 0..100", s))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func defaultModelsDir() string {
@@ -133,6 +164,9 @@ func parseServeFlags(args []string) (*serveOptions, error) {
 		if err == pflag.ErrHelp {
 			return nil, nil
 		}
+		return nil, err
+	}
+	if err := checkEnv(); err != nil {
 		return nil, err
 	}
 	return o, nil

@@ -6,8 +6,10 @@
 // {"data", "message", "status"}; errors are {"error", "message",
 // "status"} (server/dialect).
 //
-// Jobs are stored and run by server/jobs; generation goes through the
-// Ollama dialect's Runner (server/ollama), so an ollama job's result is
-// exactly Ollama's non-streamed answer. It must not touch the engine or
-// the scheduler directly.
+// Jobs are stored and run by server/jobs; an ollama job runs through
+// server/ollamarun, the same translation /api/generate and /api/chat use,
+// so its result is exactly Ollama's non-streamed answer. The chat builds
+// its infer.Request itself (OpenAI-style fields through
+// infer.OpenAISampling) and reads infer's stream. It must not touch the
+// engine, the scheduler or another dialect.
 package anura
