@@ -343,4 +343,3 @@ func unquote(v string) string {
 	}
 	return v
 }
-
