@@ -17,6 +17,7 @@ const (
 	Ollama Dialect = iota
 	OpenAI
 	Anura
+	Anthropic
 )
 
 func (d Dialect) String() string {
@@ -25,13 +26,20 @@ func (d Dialect) String() string {
 		return "openai"
 	case Anura:
 		return "anura"
+	case Anthropic:
+		return "anthropic"
 	}
 	return "ollama"
 }
 
-// Of is the dialect of a request path.
+// Of is the dialect of a request path: Anthropic's Messages API under
+// /v1/messages, OpenAI's under the rest of /v1/ (the Responses API and
+// /v1/rerank included) and at /api/chat/completions, Anura's under
+// /api/v1/, Ollama's elsewhere (/api/rerank included).
 func Of(path string) Dialect {
 	switch {
+	case path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/"):
+		return Anthropic
 	case strings.HasPrefix(path, "/v1/"), path == "/api/chat/completions":
 		return OpenAI
 	case strings.HasPrefix(path, "/api/v1/"):
@@ -109,13 +117,56 @@ func From(err error) Error {
 	return Error{Status: http.StatusInternalServerError, Message: err.Error(), Err: err}
 }
 
+// AnthropicError is the body of Anthropic's errors (and the data of its
+// streamed "error" event).
+type AnthropicError struct {
+	Type  string             `json:"type"` // "error"
+	Error AnthropicErrorBody `json:"error"`
+}
+
+// AnthropicErrorBody is the inside of an Anthropic error.
+type AnthropicErrorBody struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// AnthropicType is Anthropic's error type for a status code.
+func AnthropicType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusServiceUnavailable, 529:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
+}
+
+// Anthropic is the error's body in Anthropic's shape.
+func (e Error) Anthropic() AnthropicError {
+	return AnthropicError{Type: "error", Error: AnthropicErrorBody{Type: AnthropicType(e.Status), Message: e.Message}}
+}
+
 // Body is the error's body in dialect d's shape: Ollama's {"error"},
 // OpenAI's {"error": {message, type, param, code}}, Anura's {"error",
-// "message", "status"}.
+// "message", "status"}, Anthropic's {"type": "error", "error": {type,
+// message}}.
 func (e Error) Body(d Dialect) any {
 	switch d {
 	case OpenAI:
 		return e.OpenAI()
+	case Anthropic:
+		return e.Anthropic()
 	case Anura:
 		return AnuraError{Error: e.Message, Message: e.Message, Status: e.Status}
 	}
