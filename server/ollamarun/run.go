@@ -2,6 +2,7 @@ package ollamarun
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -73,64 +74,52 @@ func Options(svc *infer.Service, model string, base api.Options, m map[string]an
 // PrepareGenerate validates an /api/generate request.
 func (r Runner) PrepareGenerate(req *api.GenerateRequest) (*Call, error) {
 	start := time.Now()
-	opts, err := options(r.Infer, req.Model, req.Options)
+	ireq, err := r.request(req.Model, req.Options, req.Format, req.Think, req.KeepAlive)
 	if err != nil {
 		return nil, err
 	}
 	if len(req.Images) > 0 {
 		return nil, errorf(http.StatusBadRequest, "model %q does not support images", req.Model)
 	}
-	grammar, err := formatGrammar(req.Format)
-	if err != nil {
-		return nil, err
-	}
-	think, vars, err := thinkOption(req.Think)
-	if err != nil {
-		return nil, err
-	}
-	ireq := &infer.Request{
-		Model: req.Model, Prompt: req.Prompt, Suffix: req.Suffix, System: req.System, Template: req.Template, Raw: req.Raw, Grammar: grammar,
-		Context: req.Context, Options: opts, KeepAlive: KeepAlive(req.KeepAlive), Truncate: req.Truncate, Shift: req.Shift,
-		Priority: r.Priority, Think: think, TemplateVars: vars,
-	}
+	ireq.Prompt, ireq.Suffix, ireq.System, ireq.Template, ireq.Raw = req.Prompt, req.Suffix, req.System, req.Template, req.Raw
+	ireq.Context, ireq.Truncate, ireq.Shift = req.Context, req.Truncate, req.Shift
 	return &Call{r: r, model: req.Model, ireq: ireq, loadOnly: req.Prompt == "" && len(req.Context) == 0, start: start}, nil
 }
 
 // PrepareChat validates an /api/chat request.
 func (r Runner) PrepareChat(req *api.ChatRequest) (*Call, error) {
-	opts, err := options(r.Infer, req.Model, req.Options)
-	if err != nil {
-		return nil, err
-	}
-	return r.PrepareChatWith(req, opts)
-}
-
-// PrepareChatWith is PrepareChat with the options already resolved
-// (req.Options is not read): for a caller that maps another dialect's
-// fields onto them.
-func (r Runner) PrepareChatWith(req *api.ChatRequest, opts api.Options) (*Call, error) {
 	start := time.Now()
-	grammar, err := formatGrammar(req.Format)
+	ireq, err := r.request(req.Model, req.Options, req.Format, req.Think, req.KeepAlive)
 	if err != nil {
 		return nil, err
 	}
-	think, vars, err := thinkOption(req.Think)
-	if err != nil {
+	ireq.Chat, ireq.Truncate, ireq.Shift = true, req.Truncate, req.Shift
+	if ireq.Tools, err = tools(req.Tools); err != nil {
 		return nil, err
-	}
-	tools, err := tools(req.Tools)
-	if err != nil {
-		return nil, err
-	}
-	ireq := &infer.Request{
-		Model: req.Model, Chat: true, Options: opts, KeepAlive: KeepAlive(req.KeepAlive),
-		Grammar: grammar, Truncate: req.Truncate, Shift: req.Shift, Priority: r.Priority,
-		Tools: tools, Think: think, TemplateVars: vars,
 	}
 	if ireq.Messages, err = Messages(req.Model, req.Messages); err != nil {
 		return nil, err
 	}
 	return &Call{r: r, model: req.Model, ireq: ireq, loadOnly: len(req.Messages) == 0, start: start}, nil
+}
+
+// request is what generate and chat requests share: the model and its
+// options, the format's grammar, think and keep_alive.
+func (r Runner) request(model string, m map[string]any, format, think json.RawMessage, ka *api.Duration) (*infer.Request, error) {
+	opts, err := options(r.Infer, model, m)
+	if err != nil {
+		return nil, err
+	}
+	grammar, err := formatGrammar(format)
+	if err != nil {
+		return nil, err
+	}
+	on, vars, err := thinkOption(think)
+	if err != nil {
+		return nil, err
+	}
+	return &infer.Request{Model: model, Options: opts, Grammar: grammar, Think: on, TemplateVars: vars,
+		KeepAlive: KeepAlive(ka), Priority: r.Priority}, nil
 }
 
 // Start gets the model loaded (waiting for it as long as ctx allows) and
