@@ -17,6 +17,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/server/anthropic"
 	"github.com/tadpole-llm/tadpole/server/anura"
 	"github.com/tadpole-llm/tadpole/server/auth"
 	"github.com/tadpole-llm/tadpole/server/dialect"
@@ -122,6 +123,7 @@ func New(cfg Config) *Server {
 	h.Register(e)
 	oa := &openai.Handler{Infer: h.Infer, Store: store}
 	oa.RegisterV1(e.Group("/v1", openai.Errors))
+	(&anthropic.Handler{Infer: h.Infer}).Register(e) // /v1/messages: Anthropic's, with its own error shape
 	oa.RegisterWebUI(e.Group("/api/chat/completions", openai.Errors))
 	an := &anura.Handler{Store: store, Infer: h.Infer, Jobs: cfg.Jobs, Usage: cfg.Auth.Usage(), JobMaxTokens: cfg.JobMaxTokens}
 	an.Register(e)

@@ -1,0 +1,83 @@
+package anthropic
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tadpole-llm/tadpole/server/infer"
+)
+
+// Handler serves Anthropic's Messages API.
+type Handler struct {
+	Infer *infer.Service
+}
+
+// Register adds POST /v1/messages and POST /v1/messages/count_tokens on
+// a group at /v1/messages with Errors first, so that every answer under
+// that path — unknown sub-paths and wrong methods included — is in
+// Anthropic's shape. (The server's /v1 group, OpenAI's, has its own
+// error middleware; echo routes these static paths here.)
+func (h *Handler) Register(e *echo.Echo) {
+	g := e.Group("/v1/messages", Errors)
+	route(g, http.MethodPost, "", h.messages)
+	route(g, http.MethodPost, "/count_tokens", h.countTokens)
+}
+
+// route adds a route and answers its other methods with 405 through the
+// group's middleware. OPTIONS is left to the CORS middleware.
+func route(g *echo.Group, method, path string, h echo.HandlerFunc) {
+	g.Add(method, path, h)
+	var others []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m != method {
+			others = append(others, m)
+		}
+	}
+	g.Match(others, path, methodNotAllowed(method))
+}
+
+// decode reads a JSON object into v (the body size is bounded by the
+// server's middleware). Bad JSON is a 400; a value of the wrong type or
+// out of its Go type's range (2^63, 1e400, "NaN") a 400 naming its field.
+func decode(c echo.Context, v any) error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
+			return err
+		}
+		return invalid("could not read the request body: %v", err)
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' {
+		return invalid("the request body must be a JSON object")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return invalid("%s: expected a value of type %s, got %s", te.Field, te.Type.String(), te.Value)
+		}
+		return invalid("the request body is not valid JSON: %v", err)
+	}
+	return nil
+}
+
+// newID is prefix and 24 random letters and digits, like Anthropic's ids
+// ("msg_…", "toolu_…").
+func newID(prefix string) string {
+	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	var s strings.Builder
+	s.WriteString(prefix)
+	for _, x := range b {
+		s.WriteByte(chars[int(x)%len(chars)])
+	}
+	return s.String()
+}

@@ -1,0 +1,213 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tadpole-llm/tadpole/server/infer"
+)
+
+// systemText is the system prompt: a string, or text blocks joined by
+// newlines.
+func systemText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	blocks, err := contentBlocks("system", raw)
+	if err != nil {
+		return "", err
+	}
+	texts := make([]string, 0, len(blocks))
+	for i, b := range blocks {
+		if b.Type != "text" {
+			return "", invalid("system[%d].type: %q is not allowed: system blocks are text blocks", i, b.Type)
+		}
+		texts = append(texts, b.Text)
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// contentBlocks reads content: a string is one text block.
+func contentBlocks(field string, raw json.RawMessage) ([]Block, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, invalid("%s: Field required", field)
+	}
+	var s string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, invalid("%s: %v", field, err)
+		}
+		return []Block{{Type: "text", Text: s}}, nil
+	}
+	var blocks []Block
+	if raw[0] != '[' || json.Unmarshal(raw, &blocks) != nil {
+		return nil, invalid("%s: expected a string or an array of content blocks", field)
+	}
+	return blocks, nil
+}
+
+// converter turns Anthropic's turns into chat messages: an assistant
+// turn is one message (its thinking, text and tool calls); a user turn's
+// tool_result blocks become tool messages and its text user messages, in
+// their order.
+type converter struct {
+	model string
+	out   []infer.Message
+	calls map[string]string // tool_use id → tool name, of the turns so far
+}
+
+// conversation converts and checks the messages.
+func conversation(msgs []MessageParam, model string) ([]infer.Message, error) {
+	c := &converter{model: model, calls: map[string]string{}}
+	for i, m := range msgs {
+		field := fmt.Sprintf("messages[%d]", i)
+		blocks, err := contentBlocks(field+".content", m.Content)
+		if err != nil {
+			return nil, err
+		}
+		switch m.Role {
+		case "user":
+			err = c.user(field, blocks)
+		case "assistant":
+			err = c.assistant(field, blocks)
+		default:
+			err = invalid("%s.role: %q is not one of 'user' and 'assistant' (the system prompt is the top-level system field)", field, m.Role)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c.out, nil
+}
+
+// user converts a user turn.
+func (c *converter) user(field string, blocks []Block) error {
+	if len(blocks) == 0 {
+		return invalid("%s.content: a user message needs at least one content block", field)
+	}
+	var texts []string
+	flush := func() {
+		if len(texts) > 0 {
+			c.out = append(c.out, infer.Message{Role: "user", Content: strings.Join(texts, "\n")})
+			texts = nil
+		}
+	}
+	for j, b := range blocks {
+		bf := fmt.Sprintf("%s.content[%d]", field, j)
+		switch b.Type {
+		case "text":
+			texts = append(texts, b.Text)
+		case "tool_result":
+			msg, err := c.toolResult(bf, b)
+			if err != nil {
+				return err
+			}
+			flush()
+			c.out = append(c.out, msg)
+		default:
+			return c.refuse(bf, b.Type, "text, image and tool_result blocks")
+		}
+	}
+	flush()
+	return nil
+}
+
+// toolResult converts a tool_result block, which must answer a tool_use
+// of an earlier assistant turn. A result with is_error set reaches the
+// model as "Error: " and its content.
+func (c *converter) toolResult(field string, b Block) (infer.Message, error) {
+	name, ok := c.calls[b.ToolUseID]
+	if !ok {
+		return infer.Message{}, invalid("%s.tool_use_id: %q matches no tool_use block of an earlier assistant message", field, b.ToolUseID)
+	}
+	var text string
+	if raw := bytes.TrimSpace(b.Content); len(raw) > 0 && string(raw) != "null" {
+		blocks, err := contentBlocks(field+".content", raw)
+		if err != nil {
+			return infer.Message{}, err
+		}
+		var texts []string
+		for k, cb := range blocks {
+			if cb.Type != "text" {
+				return infer.Message{}, c.refuse(fmt.Sprintf("%s.content[%d]", field, k), cb.Type, "text blocks")
+			}
+			texts = append(texts, cb.Text)
+		}
+		text = strings.Join(texts, "\n")
+	}
+	if b.IsError {
+		text = "Error: " + text
+	}
+	return infer.Message{Role: "tool", Content: text, ToolCallID: b.ToolUseID, ToolName: name}, nil
+}
+
+// assistant converts an assistant turn: its thinking, text and tool_use
+// blocks. redacted_thinking blocks (which this server never writes) are
+// dropped. Signatures are not checked: they sign nothing secret here
+// (see signature).
+func (c *converter) assistant(field string, blocks []Block) error {
+	msg := infer.Message{Role: "assistant"}
+	var texts, thoughts []string
+	for j, b := range blocks {
+		bf := fmt.Sprintf("%s.content[%d]", field, j)
+		switch b.Type {
+		case "text":
+			texts = append(texts, b.Text)
+		case "thinking":
+			thoughts = append(thoughts, b.Thinking)
+		case "redacted_thinking":
+		case "tool_use":
+			call, err := c.toolUse(bf, b)
+			if err != nil {
+				return err
+			}
+			msg.ToolCalls = append(msg.ToolCalls, call)
+		default:
+			return c.refuse(bf, b.Type, "text, thinking, redacted_thinking and tool_use blocks")
+		}
+	}
+	msg.Content, msg.Thinking = strings.Join(texts, "\n"), strings.Join(thoughts, "\n")
+	c.out = append(c.out, msg)
+	return nil
+}
+
+// toolUse checks and converts a tool_use block: an id not used before,
+// a name and an object input.
+func (c *converter) toolUse(field string, b Block) (infer.ToolCall, error) {
+	if b.ID == "" {
+		return infer.ToolCall{}, invalid("%s.id: Field required", field)
+	}
+	if _, dup := c.calls[b.ID]; dup {
+		return infer.ToolCall{}, invalid("%s.id: %q is the id of an earlier tool_use block: ids must be unique", field, b.ID)
+	}
+	if !toolName.MatchString(b.Name) {
+		return infer.ToolCall{}, invalid("%s.name: %q must be 1 to 128 letters, digits, '_' and '-'", field, b.Name)
+	}
+	input := bytes.TrimSpace(b.Input)
+	if len(input) == 0 || string(input) == "null" {
+		input = json.RawMessage("{}")
+	}
+	if input[0] != '{' {
+		return infer.ToolCall{}, invalid("%s.input: expected an object", field)
+	}
+	c.calls[b.ID] = b.Name
+	return infer.ToolCall{ID: b.ID, Name: b.Name, Arguments: input}, nil
+}
+
+// refuse answers a block this turn cannot hold: images and documents
+// with what the model lacks, other types as unknown.
+func (c *converter) refuse(field, typ, allowed string) *Error {
+	switch typ {
+	case "image":
+		return invalid("%s: model %q does not support images: it takes text only", field, c.model)
+	case "document":
+		return invalid("%s: model %q does not support documents: send their text as text blocks", field, c.model)
+	case "":
+		return invalid("%s.type: Field required", field)
+	}
+	return invalid("%s.type: %q is not supported here: expected %s", field, typ, allowed)
+}
