@@ -33,6 +33,9 @@ const (
 	PoolingMean
 	PoolingCLS
 	PoolingLast
+	// PoolingRank scores a query/document pair with the model's
+	// classifier head (RankScore); only a reranker has one (RerankError).
+	PoolingRank
 )
 
 // ContextParams configure a context. Zero fields take llama.cpp's
@@ -100,6 +103,11 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
+	if p.Embeddings && p.Pooling == PoolingRank {
+		if err := m.RerankError(); err != nil {
+			return nil, fmt.Errorf("new context: rank pooling: %w", err)
+		}
+	}
 	kv, ok := kvTypes[strings.ToLower(p.KVType)]
 	if !ok {
 		return nil, fmt.Errorf("new context: unknown KV cache type %q", p.KVType)
@@ -149,12 +157,22 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 			cp.pooling_type = C.LLAMA_POOLING_TYPE_CLS
 		case PoolingLast:
 			cp.pooling_type = C.LLAMA_POOLING_TYPE_LAST
+		case PoolingRank:
+			cp.pooling_type = C.LLAMA_POOLING_TYPE_RANK
 		}
 	}
 	takeLogErrors()
 	c := C.llama_init_from_model(m.c, cp)
 	if c == nil {
 		return nil, fmt.Errorf("new context (n_ctx %d, %d sequences): %s", p.NumCtx, p.NumSeqMax, strings.Join(takeLogErrors(), "; "))
+	}
+	if p.Embeddings && C.llama_pooling_type(c) == C.LLAMA_POOLING_TYPE_RANK {
+		// The model's own pooling is rank: without a classifier head
+		// llama.cpp reads the scores out of bounds (see RerankError).
+		if err := m.RerankError(); err != nil {
+			C.llama_free(c)
+			return nil, fmt.Errorf("new context: the model's rank pooling: %w", err)
+		}
 	}
 	ctx := &Context{c: c, mem: C.llama_get_memory(c), model: m, nVoc: m.VocabSize(), embd: p.Embeddings}
 	if err := ctx.attachThreads(threads, tb, p.Poll); err != nil {

@@ -36,6 +36,12 @@ import (
 //     it indexes the logits with — NewSampler checks every id.
 //   - Token ids in a batch past the vocabulary index the embedding
 //     matrix — the runner refuses them before a request is queued.
+//   - Rank pooling (rerankers) without a classifier output head: llama.cpp
+//     reads n_cls_out floats per sequence at n_cls_out*seq_idx from the
+//     pooled n_embd-wide output, and ggml_backend_tensor_get asserts
+//     (offset + size <= nbytes) once that runs past it; newer llama.cpp
+//     aborts at graph build — NewContext refuses a rank context on a
+//     model without cls.output.weight (RerankError).
 const (
 	// MaxThreads is ggml's GGML_MAX_N_THREADS.
 	MaxThreads = 512

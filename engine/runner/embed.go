@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tadpole-llm/tadpole/engine"
@@ -35,8 +36,12 @@ type embedJob struct {
 	checked  bool // prompts cut or refused against the context's limit
 	next     int  // first prompt not yet decoded
 	out      [][]float32
-	tokens   int
-	done     chan error // capacity 1: the loop never blocks on it
+	// rank scores each prompt (a query/document pair) with the model's
+	// classifier head into scores instead of embedding it into out.
+	rank   bool
+	scores []float32
+	tokens int
+	done   chan error // capacity 1: the loop never blocks on it
 }
 
 // EmbedParams are the embedding context's parameters for a runner
@@ -52,44 +57,68 @@ func EmbedParams(cfg Config) engine.ContextParams {
 	}
 }
 
+// ErrReranker is the error of Embed on a reranker.
+var ErrReranker = errors.New("the model is a reranker: it scores query/document pairs (/v1/rerank, /api/rerank) and has no embeddings")
+
 // Embed returns the pooled, normalised embedding of each tokenized text
 // and the number of tokens evaluated. The runner's loop serves it between
 // decode steps on a second context of the model (made on first use, freed
 // by Close); several queued requests may share one decode. A text longer
 // than window tokens (0: the runner's NumCtx; never more than the
 // embedding context's real batch size, which llama.cpp asserts on) is cut
-// to fit when truncate is set, else it is an error. Cancelling ctx
+// to fit when truncate is set, else it is an error. A reranker has no
+// embeddings (ErrReranker). Cancelling ctx
 // returns ctx's error at once and drops the request from the queue.
 func (r *Runner) Embed(ctx context.Context, prompts [][]engine.Token, window int, truncate bool) ([][]float32, int, error) {
-	for i, p := range prompts {
-		for _, t := range p {
-			if t < 0 || int(t) >= r.model.VocabSize() {
-				return nil, 0, fmt.Errorf("input %d: token %d is not in the vocabulary (0..%d)", i, t, r.model.VocabSize()-1)
-			}
-		}
+	if r.model.IsReranker() {
+		// Its pooled output is the classifier head's score, not an
+		// embedding (llama-server refuses it too).
+		return nil, 0, ErrReranker
+	}
+	if err := r.checkTokens(prompts, "input"); err != nil {
+		return nil, 0, err
 	}
 	if len(prompts) == 0 {
 		return nil, 0, nil
 	}
 	j := &embedJob{ctx: ctx, prompts: prompts, window: window, truncate: truncate,
 		out: make([][]float32, len(prompts)), done: make(chan error, 1)}
+	if err := r.runEmbed(j); err != nil {
+		return nil, 0, err
+	}
+	return j.out, j.tokens, nil
+}
+
+// checkTokens refuses token ids outside the vocabulary (they would index
+// past the embedding matrix).
+func (r *Runner) checkTokens(prompts [][]engine.Token, what string) error {
+	for i, p := range prompts {
+		for _, t := range p {
+			if t < 0 || int(t) >= r.model.VocabSize() {
+				return fmt.Errorf("%s %d: token %d is not in the vocabulary (0..%d)", what, i, t, r.model.VocabSize()-1)
+			}
+		}
+	}
+	return nil
+}
+
+// runEmbed queues an embedding or rank job and waits for it.
+func (r *Runner) runEmbed(j *embedJob) error {
+	ctx := j.ctx
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return nil, 0, ErrClosed
+		return ErrClosed
 	}
 	r.embeds = append(r.embeds, j)
 	r.mu.Unlock()
 	r.signal()
 	select {
 	case err := <-j.done:
-		if err != nil {
-			return nil, 0, err
-		}
-		return j.out, j.tokens, nil
+		return err
 	case <-ctx.Done():
 		r.signal() // the loop drops it
-		return nil, 0, ctx.Err()
+		return ctx.Err()
 	}
 }
 
@@ -197,12 +226,21 @@ pack:
 		if failed[p.j] != nil {
 			continue
 		}
-		e, err := r.embedCtx.Embeddings(p.seq)
-		if err != nil {
-			failed[p.j] = err
-			continue
+		if p.j.rank {
+			score, err := r.embedCtx.RankScore(p.seq)
+			if err != nil {
+				failed[p.j] = err
+				continue
+			}
+			p.j.scores[p.i] = score
+		} else {
+			e, err := r.embedCtx.Embeddings(p.seq)
+			if err != nil {
+				failed[p.j] = err
+				continue
+			}
+			p.j.out[p.i] = e
 		}
-		p.j.out[p.i] = e
 		p.j.tokens += len(p.j.prompts[p.i])
 	}
 	var finished []*embedJob
@@ -226,14 +264,21 @@ func (r *Runner) checkEmbed(j *embedJob, limit int) error {
 	if j.window > 0 {
 		limit = min(limit, j.window)
 	}
+	what := "input %d has"
+	if j.rank {
+		what = "document %d: the query and document have"
+	}
 	for i, toks := range j.prompts {
 		if len(toks) > limit {
 			if !j.truncate {
-				return fmt.Errorf("input %d has %d tokens, more than the context of %d", i, len(toks), limit)
+				return fmt.Errorf(what+" %d tokens, more than the context of %d", i, len(toks), limit)
 			}
 			j.prompts[i] = toks[:limit]
 		}
 		if len(j.prompts[i]) == 0 {
+			if j.rank {
+				return fmt.Errorf("document %d: the pair has no tokens", i)
+			}
 			return fmt.Errorf("input %d is empty", i)
 		}
 	}

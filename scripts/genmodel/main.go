@@ -4,8 +4,10 @@
 //	go run ./scripts/genmodel -kind bigram -o /tmp/bigram.gguf
 //	go run ./scripts/genmodel -kind llama1b -type q4_0 -o /tmp/llama1b-q4_0.gguf
 //	go run ./scripts/genmodel -kind small -type f16 -seed 7 -o /tmp/small.gguf
+//	go run ./scripts/genmodel -kind reranker -o /tmp/reranker.gguf
 //
-// Kinds: bigram (known greedy answers, always F32), llama1b, small and tiny
+// Kinds: bigram (known greedy answers, always F32), reranker (a BERT
+// reranker with known scores, always F32), llama1b, small and tiny
 // (random weights of -type f32, f16, q8_0 or q4_0).
 package main
 
@@ -21,7 +23,7 @@ import (
 )
 
 func main() {
-	kind := flag.String("kind", "bigram", "model: bigram, llama1b, smol135m, small or tiny")
+	kind := flag.String("kind", "bigram", "model: bigram, reranker, llama1b, smol135m, small or tiny")
 	typ := flag.String("type", "q4_0", "weight type of the random models: f32, f16, q8_0 or q4_0")
 	seed := flag.Int64("seed", 1, "seed of the random models")
 	out := flag.String("o", "", "output file (required)")
@@ -42,6 +44,8 @@ func run(kind, typ string, seed int64, out string) error {
 	switch strings.ToLower(kind) {
 	case "bigram":
 		err = testmodels.WriteBigram(out)
+	case "reranker":
+		err = testmodels.WriteReranker(out)
 	case "llama1b", "smol135m", "small", "tiny":
 		shape := map[string]testmodels.Shape{
 			"llama1b": testmodels.Llama1B, "smol135m": testmodels.Smol135M, "small": testmodels.Small, "tiny": testmodels.Tiny,
@@ -61,7 +65,7 @@ func run(kind, typ string, seed int64, out string) error {
 		}
 		err = testmodels.WriteRandomLlama(out, shape, t, seed)
 	default:
-		return fmt.Errorf("unknown -kind %q (bigram, llama1b, smol135m, small, tiny)", kind)
+		return fmt.Errorf("unknown -kind %q (bigram, reranker, llama1b, smol135m, small, tiny)", kind)
 	}
 	if err != nil {
 		return err

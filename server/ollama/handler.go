@@ -39,6 +39,7 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.POST("/api/chat", h.chat)
 	e.POST("/api/embed", h.embed)
 	e.POST("/api/embeddings", h.embeddings)
+	e.POST("/api/rerank", h.rerank)
 	e.GET("/api/ps", h.ps)
 	e.GET("/api/tags", h.tags)
 	e.HEAD("/api/tags", h.tags)

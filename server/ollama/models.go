@@ -109,6 +109,12 @@ func (h *Handler) show(c echo.Context) error {
 	if _, ok := f.Uint("tokenizer.ggml.fim_pre_token_id"); ok {
 		resp.Capabilities = append(resp.Capabilities, "insert")
 	}
+	if infer.IsReranker(f) {
+		// A cross-encoder scores pairs (/api/rerank, /v1/rerank); it
+		// neither completes text nor embeds it (as Ollama lists only
+		// "embedding" for an embedding model).
+		resp.Capabilities = []string{"rerank"}
+	}
 	for _, m := range e.Messages {
 		resp.Messages = append(resp.Messages, api.Message{Role: m.Role, Content: m.Content})
 	}

@@ -30,6 +30,7 @@ func (h *Handler) RegisterV1(g *echo.Group) {
 	route(g, http.MethodPost, "/chat/completions", func(c echo.Context) error { return h.chat(c, false) })
 	route(g, http.MethodPost, "/completions", h.completions)
 	route(g, http.MethodPost, "/embeddings", h.embeddings)
+	route(g, http.MethodPost, "/rerank", h.rerank)
 	route(g, http.MethodGet, "/models", h.listModels)
 	// Model names hold slashes and colons ("hf.co/someone/model:Q4_0"),
 	// escaped or not.

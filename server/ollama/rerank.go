@@ -1,0 +1,57 @@
+package ollama
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/ollamarun"
+)
+
+// rerankRequest is infer.RerankRequest with Ollama's keep_alive and
+// options (its fields, not embedded, so decode errors name them plainly).
+type rerankRequest struct {
+	Model           string                 `json:"model"`
+	Query           *string                `json:"query"`
+	Documents       []infer.RerankDocument `json:"documents"`
+	TopN            *int                   `json:"top_n,omitempty"`
+	ReturnDocuments bool                   `json:"return_documents,omitempty"`
+	KeepAlive       *api.Duration          `json:"keep_alive,omitempty"`
+	Options         map[string]any         `json:"options,omitempty"`
+}
+
+// rerank serves POST /api/rerank: the request and answer of /v1/rerank
+// (Ollama has no rerank endpoint), errors in Ollama's shape.
+func (h *Handler) rerank(c echo.Context) error {
+	var raw rerankRequest
+	if err := decode(c, &raw); err != nil {
+		return err
+	}
+	req := infer.RerankRequest{Model: raw.Model, Query: raw.Query, Documents: raw.Documents, TopN: raw.TopN, ReturnDocuments: raw.ReturnDocuments}
+	if req.Model == "" {
+		return errorf(http.StatusBadRequest, "model is required")
+	}
+	opts, err := h.prepare(c, req.Model, raw.Options)
+	if err != nil {
+		return err
+	}
+	if err := req.Check(); err != nil {
+		return inferError(err)
+	}
+	if err := h.Infer.CheckReranker(req.Model); err != nil {
+		return inferError(err)
+	}
+	ctx := c.Request().Context()
+	in, err := h.Infer.Acquire(ctx, req.Model, opts, ollamarun.KeepAlive(raw.KeepAlive))
+	if err != nil {
+		return inferError(err)
+	}
+	defer in.Release()
+	scores, tokens, err := in.Rerank(ctx, *req.Query, req.Texts())
+	if err != nil {
+		return inferError(err)
+	}
+	return c.JSON(http.StatusOK, infer.RerankResults(&req, scores, tokens))
+}
