@@ -211,3 +211,38 @@ func TestRerankHeadless(t *testing.T) {
 		t.Errorf("embed: %v", err)
 	}
 }
+
+// A model with a rerank template (tokenizer.chat_template.rerank) has its
+// pairs built from it, special tokens parsed, as llama-server does.
+func TestRerankTemplate(t *testing.T) {
+	kvs, tensors := testmodels.Reranker()
+	kvs = append(kvs, gguf.KV{Key: "tokenizer.chat_template.rerank", Value: "<s>query: {query} frog</s>document: {document}</s>"})
+	path := filepath.Join(t.TempDir(), "template.gguf")
+	if err := gguf.WriteFile(path, kvs, tensors); err != nil {
+		t.Fatal(err)
+	}
+	m, err := engine.LoadModel(path, engine.ModelParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	pair, err := m.RerankTokens("pond", "a pond")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := m.Detokenize(pair, true)
+	if pair[0] != m.BOS() || !strings.Contains(text, "query: pond frog</s>") || !strings.HasSuffix(text, "document: a pond</s>") {
+		t.Fatalf("template pair %v = %q", pair, text)
+	}
+	if keywordCount(m, pair) != 1 {
+		t.Fatalf("template pair %q: %d keywords, want the template's one", text, keywordCount(m, pair))
+	}
+	r := newRunner(t, m, Config{NumCtx: 128, Parallel: 1})
+	s, n, err := r.Rerank(context.Background(), [][]engine.Token{pair}, 0)
+	if err != nil || n != len(pair) {
+		t.Fatalf("rerank: %v, %d tokens, %v", s, n, err)
+	}
+	if want := testmodels.RerankerScore(1, len(pair)); math.Abs(float64(s[0])-want) > 1e-4 {
+		t.Errorf("score %v, want %v (1 keyword in %d tokens)", s[0], want, len(pair))
+	}
+}
