@@ -131,6 +131,30 @@ func TestAnthropicMessage(t *testing.T) {
 	}
 }
 
+// output_config.format holds the answer to a JSON schema; a prompt
+// longer than the context is refused (Anthropic neither truncates nor
+// slides it).
+func TestAnthropicFormatAndLongPrompt(t *testing.T) {
+	ts := startServer(t)
+	client := anClient(ts)
+	ctx := context.Background()
+	msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{
+		Model: "bigram", MaxTokens: 1000, Messages: anUser("Hi"), Temperature: anthropic.Float(0),
+		OutputConfig: anthropic.OutputConfigParam{Format: anthropic.JSONOutputFormatParam{Schema: map[string]any{
+			"type": "object", "properties": map[string]any{"unit": map[string]any{"enum": []string{"celsius", "fahrenheit"}}}, "required": []string{"unit"},
+		}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct{ Unit string }
+	if blockTypes(msg.Content) != "text" || json.Unmarshal([]byte(msg.Content[0].Text), &out) != nil || (out.Unit != "celsius" && out.Unit != "fahrenheit") {
+		t.Fatalf("format: %s", msg.RawJSON())
+	}
+	_, err = client.Messages.New(ctx, anthropic.MessageNewParams{Model: "bigram", MaxTokens: 10, Messages: anUser(strings.Repeat("Hi ", 400))})
+	anAPIError(t, err, http.StatusBadRequest, "invalid_request_error", "does not fit the context")
+}
+
 // compact drops repeated event types ("content_block_delta" once per
 // run).
 func compact(types []string) []string {
