@@ -199,6 +199,11 @@ func TestRerankRefusals(t *testing.T) {
 			}
 		}
 	}
+	// Ollama's num_ctx narrows the window pairs must fit.
+	code, _, b := do(t, "POST", ts.URL+"/api/rerank", rerankKey, `{"model":"reranker","query":"frog","documents":["frog pond",`+fmt.Sprintf("%q", strings.Repeat("frog ", 20))+`],"options":{"num_ctx":16}}`)
+	if code != 400 || !strings.Contains(string(b), "document 1") || !strings.Contains(string(b), "more than the context of 16") {
+		t.Errorf("/api/rerank num_ctx 16, a pair of 23 tokens: %d %s", code, b)
+	}
 	// A reranker has no embeddings.
 	for _, path := range []string{"/api/embed", "/v1/embeddings"} {
 		code, _, b := do(t, "POST", ts.URL+path, rerankKey, `{"model":"reranker","input":["frog pond"]}`)
@@ -211,7 +216,7 @@ func TestRerankRefusals(t *testing.T) {
 	if code != 200 || len(ans.Results) != 2 || ans.Results[0].Index != 1 {
 		t.Fatalf("rerank after the refusals: %d %s", code, raw)
 	}
-	code, _, b := do(t, "POST", ts.URL+"/api/generate", rerankKey, `{"model":"stories","prompt":"Once","stream":false,"options":{"num_predict":4}}`)
+	code, _, b = do(t, "POST", ts.URL+"/api/generate", rerankKey, `{"model":"stories","prompt":"Once","stream":false,"options":{"num_predict":4}}`)
 	if code != 200 {
 		t.Fatalf("generate after the refusals: %d %s", code, b)
 	}
