@@ -211,6 +211,18 @@ func TestRerankRefusals(t *testing.T) {
 			t.Errorf("%s with the reranker: %d %s", path, code, b)
 		}
 	}
+	// Nor does it generate: every door refuses it in its own shape.
+	for _, tc := range []struct{ path, body string }{
+		{"/api/generate", `{"model":"reranker","prompt":"frog","stream":false}`},
+		{"/api/chat", `{"model":"reranker","messages":[{"role":"user","content":"frog"}],"stream":false}`},
+		{"/v1/chat/completions", `{"model":"reranker","messages":[{"role":"user","content":"frog"}]}`},
+		{"/v1/completions", `{"model":"reranker","prompt":"frog"}`},
+	} {
+		code, _, b := do(t, "POST", ts.URL+tc.path, rerankKey, tc.body)
+		if code != 400 || !strings.Contains(string(b), "is a reranker") {
+			t.Errorf("%s with the reranker: %d %s", tc.path, code, b)
+		}
+	}
 	// Still serving: both models.
 	code, ans, raw := rerankCall(t, ts, "/v1/rerank", `{"model":"reranker","query":"frog","documents":["a pond","frog pond"]}`)
 	if code != 200 || len(ans.Results) != 2 || ans.Results[0].Index != 1 {

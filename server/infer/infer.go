@@ -400,6 +400,11 @@ func Prompt(m *engine.Model, req *Request) ([]engine.Token, error) {
 // render is Prompt, with how to parse the output of a chat.
 func render(m *engine.Model, req *Request) ([]engine.Token, chatparse.Options, error) {
 	var out chatparse.Options
+	if m.IsReranker() {
+		// A reranker's head scores pairs; it has no output layer, so a
+		// generation would sample from logits llama.cpp never writes.
+		return nil, out, Errorf(BadRequest, "model %q is a reranker: it scores query/document pairs (/v1/rerank, /api/rerank) and does not generate", req.Model)
+	}
 	if !req.Chat && req.Suffix != "" {
 		toks, err := fimPrompt(m, req)
 		return toks, out, err
