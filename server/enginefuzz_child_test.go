@@ -58,8 +58,8 @@ func TestEngineFuzzChild(t *testing.T) {
 }
 
 // fuzzModelsDir lays out the child's directory: the demo model, the
-// generated bigram chat model, a GGUF v1 file and a file that is not GGUF
-// (as startServer does).
+// generated bigram chat model, the generated reranker, a GGUF v1 file and
+// a file that is not GGUF (as startServer does).
 func fuzzModelsDir(tb testing.TB) string {
 	dir := tb.TempDir()
 	md := filepath.Join(dir, "models")
@@ -78,6 +78,9 @@ func fuzzModelsDir(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	if err := testmodels.WriteBigram(filepath.Join(md, "bigram.gguf")); err != nil {
+		tb.Fatal(err)
+	}
+	if err := testmodels.WriteReranker(filepath.Join(md, "reranker.gguf")); err != nil {
 		tb.Fatal(err)
 	}
 	return dir

@@ -23,7 +23,9 @@ type fuzzEndpoint struct {
 	path string
 	// kind: "generate" (prompt), "chat" (messages), "embed" (input),
 	// "embeddings" (prompt, Ollama's legacy shape), "completions"
-	// (OpenAI prompt), "job" (an Anura ollama job, polled to its end).
+	// (OpenAI prompt), "job" (an Anura ollama job, polled to its end),
+	// "messages" (Anthropic: messages and max_tokens), "responses"
+	// (OpenAI Responses: input), "rerank" (query and documents).
 	kind string
 }
 
@@ -38,11 +40,15 @@ var fuzzEndpoints = []fuzzEndpoint{
 	{"/api/chat/completions", "chat"},
 	{"/api/v1/chat/completions", "chat"},
 	{"/api/v1/ollama", "job"},
+	{"/v1/messages", "messages"},
+	{"/v1/responses", "responses"},
+	{"/v1/rerank", "rerank"},
+	{"/api/rerank", "rerank"},
 }
 
 // fuzzModels: the two real models first (chosen most often), then a GGUF
 // v1 file, a file that is not GGUF, a missing name and a bad one.
-var fuzzModels = []string{"stories", "bigram", "stories", "bigram", "stories:latest", "old", "junk", "missing", "", "../x", "stories@sha256:00"}
+var fuzzModels = []string{"stories", "bigram", "stories", "bigram", "stories:latest", "old", "junk", "missing", "", "../x", "stories@sha256:00", "reranker"}
 
 // fuzzParam is a parameter the fuzzer sets: an Ollama option (inside
 // "options") or a top-level field of the request body.
@@ -71,6 +77,10 @@ var fuzzParams = func() []fuzzParam {
 		"seed", "temperature", "top_p", "presence_penalty", "frequency_penalty", "response_format",
 		"tools", "tool_choice", "stream_options", "best_of", "echo", "suffix", "dimensions",
 		"encoding_format", "reasoning_effort", "chat_template_kwargs", "parallel_tool_calls",
+		// Anthropic, OpenAI Responses, rerank
+		"stop_sequences", "top_k", "thinking", "tool_choice", "output_config", "max_output_tokens",
+		"instructions", "previous_response_id", "text", "reasoning", "background", "store", "metadata",
+		"query", "documents", "top_n", "return_documents",
 		// Ollama top level
 		"think", "raw", "system", "template", "context", "truncate", "shift", "images", "format",
 		"keep_alive", "options", "messages", "input", "prompt", "model", "stream",
@@ -238,6 +248,19 @@ func decodeFuzz(data []byte) fuzzRequest {
 		body["input"] = embedInput(prompt, shape)
 	case "chat":
 		body["messages"] = messages(prompt, shape)
+	case "messages":
+		body["messages"] = messages(prompt, shape)
+		body["max_tokens"] = 8
+	case "responses":
+		if shape&1 == 0 {
+			body["input"] = prompt
+		} else {
+			body["input"] = messages(prompt, shape>>1)
+		}
+		body["max_output_tokens"] = 16
+	case "rerank":
+		body["query"] = prompt
+		body["documents"] = embedInput(prompt, shape)
 	case "job":
 		if shape&1 == 0 {
 			body["prompt"] = prompt

@@ -262,6 +262,9 @@ func checkAnswer(path string, status int, body []byte) error {
 	case dialect.Anura:
 		var e dialect.AnuraError
 		ok = json.Unmarshal(body, &e) == nil && e.Error != "" && e.Message != "" && e.Status == status
+	case dialect.Anthropic:
+		var e dialect.AnthropicError
+		ok = json.Unmarshal(body, &e) == nil && e.Type == "error" && e.Error.Type == dialect.AnthropicType(status) && e.Error.Message != ""
 	default:
 		var e struct {
 			Error string `json:"error"`
@@ -299,6 +302,14 @@ func fuzzSeeds() [][]byte {
 		fuzzSeed("/api/v1/chat/completions", "stories", true, 2, 0, 0, 2, 0, "options.top_k", int64(1)<<32, "temperature", "x"),
 		fuzzSeed("/api/generate", "stories", true, 2, 0, 0, 0, 0, "options.stop", fuzzStops, "options.repeat_last_n", -2, "options.mirostat", 2),
 		fuzzSeed("/api/chat", "stories", false, 2, 0, 8, 0, 0),
+		fuzzSeed("/v1/rerank", "reranker", false, 2, 0, 0, 0, 4, "top_n", huge),
+		fuzzSeed("/api/rerank", "reranker", false, 5, 255, 0, 0, 1),
+		fuzzSeed("/api/generate", "reranker", true, 2, 0, 0, 0, 0),
+		fuzzSeed("/v1/embeddings", "reranker", false, 2, 0, 0, 0, 1),
+		fuzzSeed("/v1/messages", "bigram", true, 2, 0, 0, 0, 0, "top_k", int64(1)<<32, "stop_sequences", fuzzStops),
+		fuzzSeed("/v1/messages", "stories", false, 2, 0, 0, 0, 7, "thinking", map[string]any{"a": 1}),
+		fuzzSeed("/v1/responses", "bigram", true, 2, 0, 2, 0, 1, "max_output_tokens", huge),
+		fuzzSeed("/v1/responses", "stories", false, 4, 0, 0, 0, 0, "previous_response_id", "x"),
 	)
 	// Twice at once (flag bit 1): two slots, and two instances of one
 	// model when num_ctx keys another window.
