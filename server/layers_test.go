@@ -12,7 +12,7 @@ import (
 
 // dialects are the packages that translate one API's wire format to and
 // from infer's requests and streams.
-var dialects = []string{"ollama", "openai", "anura", "anthropic"}
+var dialects = []string{"ollama", "openai", "anura", "responses", "anthropic"}
 
 // TestDialectsAreThin pins the request path's layering (issue 21): a
 // dialect imports neither the runner (it reads infer's Stream) nor

@@ -25,6 +25,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/jobs"
 	"github.com/tadpole-llm/tadpole/server/ollama"
 	"github.com/tadpole-llm/tadpole/server/openai"
+	"github.com/tadpole-llm/tadpole/server/responses"
 	"github.com/tadpole-llm/tadpole/server/sched"
 	"github.com/tadpole-llm/tadpole/server/telemetry"
 )
@@ -73,6 +74,9 @@ type Config struct {
 	// dialect.DefaultWriteTimeout): a client that stops reading loses its
 	// request, and its slot, when a write cannot finish in time.
 	WriteTimeout time.Duration
+	// ResponsesTTL is how long the Responses API keeps stored responses
+	// (0: responses.DefaultTTL, 30 days).
+	ResponsesTTL time.Duration
 }
 
 // Server serves every API dialect over one model store and scheduler.
@@ -127,12 +131,19 @@ func New(cfg Config) *Server {
 	oa.RegisterWebUI(e.Group("/api/chat/completions", openai.Errors))
 	an := &anura.Handler{Store: store, Infer: h.Infer, Jobs: cfg.Jobs, Usage: cfg.Auth.Usage(), JobMaxTokens: cfg.JobMaxTokens}
 	an.Register(e)
+	rs := &responses.Handler{Infer: h.Infer, Jobs: cfg.Jobs, TTL: cfg.ResponsesTTL, Usage: cfg.Auth.Usage()}
+	rs.Register(e)
 	if s.jobs = cfg.Jobs; s.jobs != nil {
 		workers := cfg.JobWorkers
 		if workers <= 0 {
 			workers = 2
 		}
-		s.jobs.Start(workers, an.RunJob)
+		s.jobs.Start(workers, func(ctx context.Context, j *jobs.Job) ([]byte, error) {
+			if j.Type == responses.JobType {
+				return rs.RunJob(ctx, j)
+			}
+			return an.RunJob(ctx, j)
+		})
 	}
 	return s
 }

@@ -23,6 +23,8 @@ type apiFlags struct {
 	// the job limits
 	jobTimeout                *string
 	jobMaxTokens, jobQueueKey *int
+	// the Responses API
+	responsesTTL *string
 }
 
 func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
@@ -40,6 +42,8 @@ func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
 			"most tokens a job may generate: jobs asking for more or for no limit get 400, jobs without num_predict get at most this; 0: no limit (TADPOLE_JOB_MAX_TOKENS)"),
 		jobQueueKey: fs.Int("job-queue-per-key", envInt("TADPOLE_JOB_QUEUE_PER_KEY", 64),
 			"most queued jobs per API key (all clients share one quota without keys); more get 429; 0: no limit (TADPOLE_JOB_QUEUE_PER_KEY)"),
+		responsesTTL: fs.String("responses-ttl", env("TADPOLE_RESPONSES_TTL", "30d"),
+			"how long stored responses of the Responses API (/v1/responses) are kept, e.g. 72h or 30d (TADPOLE_RESPONSES_TTL)"),
 	}
 }
 
@@ -79,6 +83,11 @@ func (f *apiFlags) apply(cfg *server.Config) error {
 	if *f.jobQueueKey < 0 {
 		return fmt.Errorf("--job-queue-per-key must be 0 (no limit) or more, not %d", *f.jobQueueKey)
 	}
+	ttl, err := parseRetention(*f.responsesTTL)
+	if err != nil || ttl <= 0 {
+		return fmt.Errorf("--responses-ttl: want a positive duration such as 720h or 30d, not %q", *f.responsesTTL)
+	}
+	cfg.ResponsesTTL = ttl
 	dir := *f.dataDir
 	if dir == "" {
 		dir = filepath.Join(filepath.Dir(filepath.Clean(cfg.ModelsDir)), "data")

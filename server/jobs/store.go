@@ -124,6 +124,8 @@ type Store struct {
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // by job id
 	started bool
+
+	prunedResponses time.Time // responses.go
 }
 
 const schema = `
@@ -183,6 +185,9 @@ func Open(cfg Config) (*Store, error) {
 
 func (s *Store) init() error {
 	if _, err := s.db.Exec(schema); err != nil {
+		return err
+	}
+	if err := s.initResponses(); err != nil { // responses.go
 		return err
 	}
 	now := time.Now().UnixNano()

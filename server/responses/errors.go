@@ -1,0 +1,53 @@
+package responses
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/tadpole-llm/tadpole/server/dialect"
+	"github.com/tadpole-llm/tadpole/server/infer"
+)
+
+// invalid is a 400 invalid_request_error about param ("" for the request
+// as a whole), in OpenAI's shape (the server's error handler writes every
+// error of a /v1/ path so).
+func invalid(param, format string, args ...any) *dialect.Error {
+	e := dialect.Errorf(http.StatusBadRequest, format, args...)
+	e.Param = param
+	return e
+}
+
+// notSupported is a 400 for a valid request Tadpole does not serve (yet).
+func notSupported(param, format string, args ...any) *dialect.Error {
+	e := invalid(param, format, args...)
+	e.Code = "unsupported_value"
+	return e
+}
+
+// notFound is OpenAI's 404 for a response id.
+func notFound(id string) *dialect.Error {
+	e := dialect.Errorf(http.StatusNotFound, "Response with id '%s' not found.", id)
+	e.Code = "not_found"
+	return e
+}
+
+// internal is a 500.
+func internal(err error) *dialect.Error {
+	return &dialect.Error{Status: http.StatusInternalServerError, Message: err.Error(), Err: err}
+}
+
+// inferError maps the generation path's errors to OpenAI's, as the chat
+// dialect does.
+func inferError(err error, model string) *dialect.Error {
+	e := infer.HTTPError(err)
+	switch e.Status {
+	case http.StatusNotFound:
+		e.Param, e.Code = "model", "model_not_found"
+		if model != "" {
+			e.Message = fmt.Sprintf("The model '%s' does not exist or you do not have access to it.", model)
+		}
+	case http.StatusServiceUnavailable:
+		e.Code = "server_overloaded"
+	}
+	return e
+}

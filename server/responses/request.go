@@ -1,0 +1,577 @@
+package responses
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tadpole-llm/tadpole/engine/grammar"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/jobs"
+)
+
+// Bounds of what a request may carry, OpenAI's where it has them.
+const (
+	maxInputItems        = 2048 // items of one request's input
+	maxConversationItems = 8192 // items of a continued conversation, input included
+	maxTools             = 128  // tools of one request
+	maxMetadataKeys      = 16   // metadata pairs
+	maxMetadataKey       = 64   // characters of a metadata key
+	maxMetadataValue     = 512  // characters of a metadata value
+	maxOutputTokens      = 1 << 20
+	maxIDLength          = 256 // characters of an id or call_id
+	// maxInputBytes bounds the text of a conversation (instructions,
+	// messages, calls and their outputs): llama.cpp's tokenizer takes
+	// minutes over a megabyte of some texts (1 MiB of one repeated letter
+	// with the test models' vocabulary), holding a CPU the while.
+	maxInputBytes = 256 << 10
+)
+
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// prepared is a validated request: its input items (normalized, with
+// ids), the conversation a previous response left (history), and the
+// generation request.
+type prepared struct {
+	req      *CreateRequest
+	input    []Item
+	history  []Item
+	ireq     *infer.Request
+	parallel bool
+}
+
+// parse validates the request's own fields and normalizes its input; the
+// history of previous_response_id comes from st (nil: nothing is stored).
+func (h *Handler) parse(ctx context.Context, req *CreateRequest, owner string) (*prepared, error) {
+	if req.Model == "" {
+		return nil, invalid("model", "Missing required parameter: 'model'.")
+	}
+	if c := bytes.TrimSpace(req.Conversation); len(c) > 0 && string(c) != "null" {
+		return nil, notSupported("conversation", "Conversations are not supported: continue a response with 'previous_response_id'.")
+	}
+	if c := bytes.TrimSpace(req.Prompt); len(c) > 0 && string(c) != "null" {
+		return nil, notSupported("prompt", "Prompt templates are not supported.")
+	}
+	if req.Background && !req.storeOn() {
+		return nil, invalid("background", "Background responses must be stored: 'background' requires 'store' to be true.")
+	}
+	if req.Background && req.Stream {
+		return nil, notSupported("stream", "Streaming a background response is not supported: poll it with GET /v1/responses/{id}.")
+	}
+	if (req.Background || req.storeOn() && req.Store != nil) && h.Jobs == nil {
+		return nil, notSupported("store", "Responses cannot be stored: the server has no data directory.")
+	}
+	if len(req.Metadata) > maxMetadataKeys {
+		return nil, invalid("metadata", "Invalid 'metadata': too many properties. Expected an object with at most %d properties, but got %d.", maxMetadataKeys, len(req.Metadata))
+	}
+	for k, v := range req.Metadata {
+		if utf8.RuneCountInString(k) > maxMetadataKey {
+			return nil, invalid("metadata", "Invalid 'metadata': keys may be at most %d characters long.", maxMetadataKey)
+		}
+		if utf8.RuneCountInString(v) > maxMetadataValue {
+			return nil, invalid("metadata", "Invalid 'metadata': values may be at most %d characters long (key %q).", maxMetadataValue, trim(k))
+		}
+	}
+	if len(req.PreviousResponseID) > maxIDLength {
+		return nil, invalid("previous_response_id", "Invalid 'previous_response_id': too long.")
+	}
+	p := &prepared{req: req, parallel: req.ParallelToolCalls == nil || *req.ParallelToolCalls}
+	var err error
+	if p.input, err = normalize(req.Input, req.Model); err != nil {
+		return nil, err
+	}
+	if req.PreviousResponseID != "" {
+		if h.Jobs == nil {
+			return nil, invalid("previous_response_id", "Previous response with id '%s' not found.", trim(req.PreviousResponseID))
+		}
+		prev, err := h.Jobs.GetResponse(ctx, req.PreviousResponseID, owner)
+		if errors.Is(err, jobs.ErrResponseNotFound) {
+			return nil, invalid("previous_response_id", "Previous response with id '%s' not found.", trim(req.PreviousResponseID))
+		}
+		if err != nil {
+			return nil, internal(err)
+		}
+		if p.history, err = conversation(prev); err != nil {
+			return nil, invalid("previous_response_id", "Previous response with id '%s' cannot be continued: %v", trim(req.PreviousResponseID), err)
+		}
+	}
+	if len(p.history)+len(p.input) > maxConversationItems {
+		return nil, invalid("input", "The conversation is too long: %d items, at most %d.", len(p.history)+len(p.input), maxConversationItems)
+	}
+	return p, nil
+}
+
+func (r *CreateRequest) storeOn() bool { return r.Store == nil || *r.Store }
+
+// trim shortens a string quoted in an error message.
+func trim(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// conversation is what a stored response leaves to continue from: its
+// history, its input and its output.
+func conversation(r *jobs.StoredResponse) ([]Item, error) {
+	var hist, in []Item
+	var body struct {
+		Status string            `json:"status"`
+		Output []json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal(r.Context, &hist); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(r.Input, &in); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(r.Body, &body); err != nil {
+		return nil, err
+	}
+	if body.Status != "completed" && body.Status != "incomplete" {
+		return nil, fmt.Errorf("it is %s", body.Status)
+	}
+	out := append(hist, in...)
+	for _, raw := range body.Output {
+		var it Item
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+// normalize reads input: a string (one user message) or an array of
+// items, each given an id and its content as parts.
+func normalize(raw json.RawMessage, model string) ([]Item, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, invalid("input", "Missing required parameter: 'input'.")
+	}
+	var s string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, invalid("input", "Invalid 'input': %v", err)
+		}
+		return []Item{{Type: "message", ID: newID("msg_"), Status: "completed", Role: "user", Content: parts("input_text", s)}}, nil
+	}
+	var raws []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &raws) != nil {
+		return nil, invalid("input", "Invalid type for 'input': expected a string or an array of input items.")
+	}
+	if len(raws) == 0 {
+		return nil, invalid("input", "Invalid 'input': expected a non-empty array.")
+	}
+	if len(raws) > maxInputItems {
+		return nil, invalid("input", "Invalid 'input': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxInputItems, len(raws))
+	}
+	out := make([]Item, 0, len(raws))
+	for i, r := range raws {
+		p := fmt.Sprintf("input[%d]", i)
+		var it Item
+		if err := json.Unmarshal(r, &it); err != nil {
+			return nil, invalid(p, "Invalid '%s': expected an input item object (%v).", p, err)
+		}
+		if len(it.ID) > maxIDLength || len(it.CallID) > maxIDLength {
+			return nil, invalid(p, "Invalid '%s': id or call_id too long.", p)
+		}
+		if it.Type == "" && it.Role != "" {
+			it.Type = "message"
+		}
+		switch it.Type {
+		case "message":
+			if err := normalizeMessage(&it, p, model); err != nil {
+				return nil, err
+			}
+		case "function_call":
+			if it.CallID == "" {
+				return nil, invalid(p+".call_id", "Missing required parameter: '%s.call_id'.", p)
+			}
+			if !toolName.MatchString(it.Name) {
+				return nil, invalid(p+".name", "Invalid '%s.name': %q. Expected a function name.", p, trim(it.Name))
+			}
+			args := "{}"
+			if it.Arguments != nil && strings.TrimSpace(*it.Arguments) != "" {
+				args = strings.TrimSpace(*it.Arguments)
+			}
+			if args[0] != '{' || !json.Valid([]byte(args)) {
+				return nil, invalid(p+".arguments", "Invalid '%s.arguments': expected a JSON object in a string.", p)
+			}
+			it = Item{Type: it.Type, ID: orID(it.ID, "fc_"), Status: "completed", CallID: it.CallID, Name: it.Name, Arguments: &args}
+		case "function_call_output":
+			if it.CallID == "" {
+				return nil, invalid(p+".call_id", "Missing required parameter: '%s.call_id'.", p)
+			}
+			text, err := callOutput(it.Output, p+".output", model)
+			if err != nil {
+				return nil, err
+			}
+			js, _ := json.Marshal(text)
+			it = Item{Type: it.Type, ID: orID(it.ID, "fco_"), Status: "completed", CallID: it.CallID, Output: js}
+		case "reasoning":
+			text, err := reasoningText(it, p)
+			if err != nil {
+				return nil, err
+			}
+			it = Item{Type: it.Type, ID: orID(it.ID, "rs_"), Summary: json.RawMessage("[]"), Content: parts("reasoning_text", text)}
+		case "":
+			return nil, invalid(p+".type", "Missing required parameter: '%s.type'.", p)
+		default:
+			return nil, notSupported(p+".type", "Invalid value for '%s.type': %q is not supported. Supported values are: 'message', 'function_call', 'function_call_output' and 'reasoning'.", p, trim(it.Type))
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+func orID(id, prefix string) string {
+	if id == "" {
+		return newID(prefix)
+	}
+	return id
+}
+
+// parts is one text part of a type.
+func parts(typ, text string) json.RawMessage {
+	p := Part{Type: typ, Text: text}
+	if typ == "output_text" {
+		p.Annotations = json.RawMessage("[]")
+	}
+	js, _ := json.Marshal([]Part{p})
+	return js
+}
+
+var roles = map[string]string{"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+
+// normalizeMessage checks a message and makes its content parts.
+func normalizeMessage(it *Item, p, model string) error {
+	if _, ok := roles[it.Role]; !ok {
+		return invalid(p+".role", "Invalid value for '%s.role': %q. Supported values are: 'user', 'assistant', 'system' and 'developer'.", p, trim(it.Role))
+	}
+	text, err := contentText(it.Content, p+".content", model)
+	if err != nil {
+		return err
+	}
+	typ := "input_text"
+	if it.Role == "assistant" {
+		typ = "output_text"
+	}
+	*it = Item{Type: "message", ID: orID(it.ID, "msg_"), Status: "completed", Role: it.Role, Content: parts(typ, text)}
+	return nil
+}
+
+// contentText is a message's text: its content string or its text parts
+// joined by newlines. Images, files and audio are refused: no model
+// Tadpole serves takes them yet.
+func contentText(raw json.RawMessage, param, model string) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", invalid(param, "Missing required parameter: '%s'.", param)
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", invalid(param, "Invalid '%s': %v", param, err)
+		}
+		return s, nil
+	}
+	var ps []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &ps) != nil {
+		return "", invalid(param, "Invalid type for '%s': expected a string or an array of content parts.", param)
+	}
+	texts := make([]string, 0, len(ps))
+	for j, r := range ps {
+		pp := fmt.Sprintf("%s[%d]", param, j)
+		var part struct {
+			Type    string `json:"type"`
+			Text    string `json:"text"`
+			Refusal string `json:"refusal"`
+		}
+		if err := json.Unmarshal(r, &part); err != nil {
+			return "", invalid(pp, "Invalid content part '%s': expected an object with a type.", pp)
+		}
+		switch part.Type {
+		case "input_text", "output_text", "text", "reasoning_text", "summary_text":
+			texts = append(texts, part.Text)
+		case "refusal":
+			texts = append(texts, part.Refusal)
+		case "input_image":
+			return "", notSupported(pp, "Image input is not supported: model '%s' does not support images.", trim(model))
+		case "input_file":
+			return "", notSupported(pp, "File input is not supported: model '%s' takes text only.", trim(model))
+		case "input_audio":
+			return "", notSupported(pp, "Audio input is not supported: model '%s' takes text only.", trim(model))
+		case "":
+			return "", invalid(pp+".type", "Missing required parameter: '%s.type'.", pp)
+		default:
+			return "", invalid(pp+".type", "Invalid value for '%s.type': %q. Supported values are: 'input_text', 'output_text', 'refusal', 'input_image' and 'input_file'.", pp, trim(part.Type))
+		}
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// callOutput is a function call output: a string or text parts.
+func callOutput(raw json.RawMessage, param, model string) (string, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return "", invalid(param, "Missing required parameter: '%s'.", param)
+	}
+	return contentText(raw, param, model)
+}
+
+// reasoningText is a reasoning item's text: its content, else its
+// summary.
+func reasoningText(it Item, p string) (string, error) {
+	for _, f := range []struct {
+		raw   json.RawMessage
+		param string
+	}{{it.Content, p + ".content"}, {it.Summary, p + ".summary"}} {
+		raw := bytes.TrimSpace(f.raw)
+		if len(raw) == 0 || string(raw) == "null" || string(raw) == "[]" {
+			continue
+		}
+		return contentText(raw, f.param, "")
+	}
+	return "", nil
+}
+
+// itemText is the text of a normalized item's parts.
+func itemText(raw json.RawMessage) string {
+	var ps []Part
+	if json.Unmarshal(raw, &ps) != nil {
+		var s string
+		json.Unmarshal(raw, &s)
+		return s
+	}
+	texts := make([]string, len(ps))
+	for i, p := range ps {
+		texts[i] = p.Text
+	}
+	return strings.Join(texts, "\n")
+}
+
+// messages turns a conversation's items into chat turns: reasoning
+// becomes the next assistant turn's thinking, function calls join the
+// assistant turn before them, and every function call output must answer
+// a call made earlier in the conversation.
+func messages(items []Item, offset int) ([]infer.Message, error) {
+	var out []infer.Message
+	names := map[string]string{} // call id → function name
+	thinking := ""
+	assistantOpen := false // the last turn is an assistant's that calls may join
+	for i, it := range items {
+		p := fmt.Sprintf("input[%d]", i-offset)
+		switch it.Type {
+		case "message":
+			role := roles[it.Role]
+			m := infer.Message{Role: role, Content: itemText(it.Content)}
+			if role == "assistant" {
+				m.Thinking, thinking = thinking, ""
+			}
+			out = append(out, m)
+			assistantOpen = role == "assistant"
+		case "reasoning":
+			thinking += itemText(it.Content)
+		case "function_call":
+			args := "{}"
+			if it.Arguments != nil {
+				args = *it.Arguments
+			}
+			call := infer.ToolCall{ID: it.CallID, Name: it.Name, Arguments: json.RawMessage(args)}
+			if !assistantOpen {
+				out = append(out, infer.Message{Role: "assistant", Thinking: thinking})
+				thinking, assistantOpen = "", true
+			}
+			last := &out[len(out)-1]
+			last.ToolCalls = append(last.ToolCalls, call)
+			names[it.CallID] = it.Name
+		case "function_call_output":
+			name, ok := names[it.CallID]
+			if !ok {
+				return nil, invalid(p+".call_id", "No tool call found for function call output with call_id %s.", trim(it.CallID))
+			}
+			var text string
+			json.Unmarshal(it.Output, &text)
+			out = append(out, infer.Message{Role: "tool", Content: text, ToolCallID: it.CallID, ToolName: name})
+			assistantOpen = false
+		}
+	}
+	return out, nil
+}
+
+// build makes the generation request.
+func (h *Handler) build(p *prepared) error {
+	req := p.req
+	var msgs []infer.Message
+	if req.Instructions != nil && *req.Instructions != "" {
+		msgs = append(msgs, infer.Message{Role: "system", Content: *req.Instructions})
+	}
+	conv, err := messages(append(append([]Item{}, p.history...), p.input...), len(p.history))
+	if err != nil {
+		return err
+	}
+	msgs = append(msgs, conv...)
+	size := 0
+	for _, m := range msgs {
+		size += len(m.Content) + len(m.Thinking)
+		for _, c := range m.ToolCalls {
+			size += len(c.Arguments)
+		}
+	}
+	if size > maxInputBytes {
+		return invalid("input", "The input is too large: %d bytes of text, at most %d.", size, maxInputBytes)
+	}
+	tools, choice, name, err := checkTools(req.Tools, req.ToolChoice)
+	if err != nil {
+		return err
+	}
+	gram, err := formatGrammar(req.Text)
+	if err != nil {
+		return err
+	}
+	if choice == "required" && gram != "" {
+		return invalid("text.format", "A JSON output format cannot be combined with a required tool call (tool_choice).")
+	}
+	if req.MaxOutputTokens != nil && (*req.MaxOutputTokens < 1 || *req.MaxOutputTokens > maxOutputTokens) {
+		return invalid("max_output_tokens", "Invalid 'max_output_tokens': %d. Expected a value between 1 and %d.", *req.MaxOutputTokens, maxOutputTokens)
+	}
+	var think *bool
+	vars := map[string]any{}
+	if req.Reasoning != nil && req.Reasoning.Effort != nil {
+		switch e := *req.Reasoning.Effort; e {
+		case "none":
+			off := false
+			think = &off
+		case "minimal", "low", "medium", "high", "xhigh":
+			on := true
+			think = &on
+			vars["reasoning_effort"] = e
+		default:
+			return invalid("reasoning.effort", "Invalid value for 'reasoning.effort': %q. Supported values are: 'none', 'minimal', 'low', 'medium', 'high' and 'xhigh'.", trim(e))
+		}
+	}
+	base := api.DefaultOptions()
+	infer.OpenAIDefaults(&base)
+	base.NumPredict = -2 // without a limit the answer may fill the context
+	opts, err := h.Infer.ModelOptionsFrom(req.Model, base)
+	if err != nil {
+		return inferError(err, req.Model)
+	}
+	smp := infer.OpenAISampling{Temperature: req.Temperature, TopP: req.TopP}
+	if err := smp.Apply(&opts); err != nil {
+		return infer.HTTPError(err)
+	}
+	if req.MaxOutputTokens != nil {
+		opts.NumPredict = int(*req.MaxOutputTokens)
+	}
+	p.ireq = &infer.Request{
+		Model: req.Model, Chat: true, Messages: msgs, Options: opts, Grammar: gram,
+		Tools: tools, ToolChoice: choice, ToolName: name, Think: think, TemplateVars: vars,
+	}
+	return nil
+}
+
+// checkTools validates the function tools and tool_choice; it returns
+// the tools as the chat templates take them, the choice and the function
+// a named choice forces.
+func checkTools(tools []Tool, choice json.RawMessage) ([]json.RawMessage, string, string, error) {
+	if len(tools) > maxTools {
+		return nil, "", "", invalid("tools", "Invalid 'tools': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxTools, len(tools))
+	}
+	names := map[string]bool{}
+	var out []json.RawMessage
+	for i, t := range tools {
+		p := fmt.Sprintf("tools[%d]", i)
+		if t.Type != "function" {
+			return nil, "", "", notSupported(p+".type", "Invalid value for '%s.type': %q is not supported. Supported values are: 'function'.", p, trim(t.Type))
+		}
+		if !toolName.MatchString(t.Name) {
+			return nil, "", "", invalid(p+".name", "Invalid '%s.name': %q. Expected a string of letters, digits, '_' and '-', at most 64 long.", p, trim(t.Name))
+		}
+		if ps := bytes.TrimSpace(t.Parameters); len(ps) > 0 && string(ps) != "null" && ps[0] != '{' {
+			return nil, "", "", invalid(p+".parameters", "Invalid type for '%s.parameters': expected an object (a JSON schema).", p)
+		}
+		fn := map[string]any{"name": t.Name}
+		if t.Description != "" {
+			fn["description"] = t.Description
+		}
+		if ps := bytes.TrimSpace(t.Parameters); len(ps) > 0 && string(ps) != "null" {
+			fn["parameters"] = json.RawMessage(ps)
+		}
+		raw, err := json.Marshal(map[string]any{"type": "function", "function": fn})
+		if err != nil {
+			return nil, "", "", invalid(p, "Invalid '%s': %v", p, err)
+		}
+		if err := infer.CheckTools([]json.RawMessage{raw}); err != nil {
+			return nil, "", "", invalid(p+".parameters", "Invalid '%s.parameters': %v", p, err)
+		}
+		names[t.Name] = true
+		out = append(out, raw)
+	}
+	raw := bytes.TrimSpace(choice)
+	if len(raw) == 0 || string(raw) == "null" {
+		return out, "auto", "", nil
+	}
+	var mode string
+	if json.Unmarshal(raw, &mode) == nil {
+		switch mode {
+		case "none", "auto":
+		case "required":
+			if len(tools) == 0 {
+				return nil, "", "", invalid("tool_choice", "Invalid value for 'tool_choice': 'required' is only allowed when 'tools' are specified.")
+			}
+		default:
+			return nil, "", "", invalid("tool_choice", "Invalid value for 'tool_choice': %q. Supported values are: 'none', 'auto' and 'required'.", trim(mode))
+		}
+		return out, mode, "", nil
+	}
+	var named struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(raw, &named) != nil || named.Type != "function" || named.Name == "" {
+		return nil, "", "", invalid("tool_choice", "Invalid 'tool_choice': expected 'none', 'auto', 'required' or {\"type\": \"function\", \"name\": ...}.")
+	}
+	if !names[named.Name] {
+		return nil, "", "", invalid("tool_choice", "Invalid 'tool_choice': no function tool named %q in 'tools'.", trim(named.Name))
+	}
+	return out, "required", named.Name, nil
+}
+
+// formatGrammar is the grammar of text.format: none for text, any JSON
+// object for json_object, the schema for json_schema (always held to it,
+// as with strict).
+func formatGrammar(t *TextConfig) (string, error) {
+	if t == nil || t.Format == nil {
+		return "", nil
+	}
+	f := t.Format
+	switch f.Type {
+	case "text":
+		return "", nil
+	case "json_object":
+		return grammar.JSONObject(), nil
+	case "json_schema":
+		s := bytes.TrimSpace(f.Schema)
+		if len(s) == 0 || string(s) == "null" {
+			return "", invalid("text.format.schema", "Missing required parameter: 'text.format.schema'.")
+		}
+		if s[0] != '{' {
+			return "", invalid("text.format.schema", "Invalid type for 'text.format.schema': expected an object.")
+		}
+		g, err := grammar.FromSchema(s)
+		if err != nil {
+			return "", invalid("text.format.schema", "Invalid schema for text.format '%s': %v", trim(f.Name), err)
+		}
+		return g, nil
+	case "":
+		return "", invalid("text.format.type", "Missing required parameter: 'text.format.type'.")
+	}
+	return "", invalid("text.format.type", "Invalid value for 'text.format.type': %q. Supported values are: 'text', 'json_object' and 'json_schema'.", trim(f.Type))
+}
