@@ -185,6 +185,14 @@ func TestResponsesText(t *testing.T) {
 		t.Fatalf("streamed %q, final %+v", deltas, final)
 	}
 
+	// The wire: named events, each with its type and number.
+	code, hdr, raw := do(t, "POST", ts.URL+"/v1/responses", "", `{"model":"bigram","input":"Hi","stream":true,"store":false,"temperature":0}`)
+	if code != http.StatusOK || hdr.Get("Content-Type") != "text/event-stream" ||
+		!strings.HasPrefix(string(raw), "event: response.created\ndata: {") || !strings.Contains(string(raw), `"sequence_number":0`) ||
+		!strings.Contains(string(raw), "event: response.output_text.delta\ndata: {") || !strings.HasSuffix(string(raw), "\n\n") {
+		t.Fatalf("raw stream %d %s", code, raw)
+	}
+
 	// Stored: read back, its input listed.
 	got, err := client.Responses.Get(ctx, resp.ID, responses.ResponseGetParams{})
 	if err != nil {
@@ -225,6 +233,9 @@ func TestResponsesText(t *testing.T) {
 	respAPIError(t, err, http.StatusNotFound, "", "not found")
 	_, err = client.Responses.New(ctx, responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), PreviousResponseID: openai.String(resp.ID)})
 	respAPIError(t, err, http.StatusBadRequest, "previous_response_id", "Previous response with id")
+	if e := (*openai.Error)(nil); !errors.As(err, &e) || e.Code != "previous_response_not_found" {
+		t.Fatalf("code of an unknown previous response: %v", err)
+	}
 	err = client.Responses.Delete(ctx, resp.ID)
 	respAPIError(t, err, http.StatusNotFound, "", "not found")
 
@@ -417,6 +428,33 @@ func TestResponsesKeysRestartBackground(t *testing.T) {
 	// Cancelling a finished background response returns it as it is.
 	if c, err := ca.Responses.Cancel(ctx, bg.ID); err != nil || c.Status != "completed" {
 		t.Fatalf("cancel finished: %+v (%v)", c, err)
+	}
+
+	// Cancelled while queued behind a long job on the one worker: it
+	// stays cancelled, and its job never runs.
+	long := submitJob(t, &testServer{URL: ts.URL}, "key-a", "/api/v1/ollama",
+		`{"model":"bigram","prompt":"`+testmodels.LoopPrompt+`","raw":true,"stream":false,"options":{"temperature":0,"num_predict":1900}}`)
+	queued, err := ca.Responses.New(ctx, responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Background: openai.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, err := ca.Responses.Cancel(ctx, queued.ID)
+	if err != nil || cancelled.Status != "cancelled" {
+		t.Fatalf("cancel queued: %+v (%v)", cancelled, err)
+	}
+	if code, _, b := do(t, "DELETE", ts.URL+"/api/v1/jobs/"+long.ID, "key-a", ""); code != http.StatusOK {
+		t.Fatalf("cancel the long job: %d %s", code, b)
+	}
+	// The next background response runs: the cancelled one was skipped.
+	after, err := ca.Responses.New(ctx, responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Background: openai.Bool(true), Temperature: openai.Float(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := poll(t, ca, after.ID); d.Status != "completed" {
+		t.Fatalf("after the cancel: %+v", d)
+	}
+	if got, err := ca.Responses.Get(ctx, queued.ID, responses.ResponseGetParams{}); err != nil || got.Status != "cancelled" || len(got.Output) != 0 {
+		t.Fatalf("cancelled response: %+v (%v)", got, err)
 	}
 
 	// Restart: the same data directory, another server.

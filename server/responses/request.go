@@ -87,12 +87,14 @@ func (h *Handler) parse(ctx context.Context, req *CreateRequest, owner string) (
 		return nil, err
 	}
 	if req.PreviousResponseID != "" {
+		notFound := invalid("previous_response_id", "Previous response with id '%s' not found.", trim(req.PreviousResponseID))
+		notFound.Code = "previous_response_not_found"
 		if h.Jobs == nil {
-			return nil, invalid("previous_response_id", "Previous response with id '%s' not found.", trim(req.PreviousResponseID))
+			return nil, notFound
 		}
 		prev, err := h.Jobs.GetResponse(ctx, req.PreviousResponseID, owner)
 		if errors.Is(err, jobs.ErrResponseNotFound) {
-			return nil, invalid("previous_response_id", "Previous response with id '%s' not found.", trim(req.PreviousResponseID))
+			return nil, notFound
 		}
 		if err != nil {
 			return nil, internal(err)
