@@ -564,6 +564,7 @@ func TestResponsesErrors(t *testing.T) {
 		{"forced unknown tool", responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Tools: []responses.ToolUnionParam{weatherParams()},
 			ToolChoice: responses.ResponseNewParamsToolChoiceUnion{OfFunctionTool: &responses.ToolChoiceFunctionParam{Name: "nope"}}}, 400, "tool_choice", "nope"},
 		{"background without store", responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Background: openai.Bool(true), Store: openai.Bool(false)}, 400, "background", "store"},
+		{"effort without thinking", responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Reasoning: shared.ReasoningParam{Effort: shared.ReasoningEffortLow}}, 400, "", "does not support thinking"},
 		{"effort", responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Reasoning: shared.ReasoningParam{Effort: "extreme"}}, 400, "reasoning.effort", "extreme"},
 	} {
 		_, err := client.Responses.New(ctx, c.p)
@@ -601,6 +602,10 @@ func TestResponsesErrors(t *testing.T) {
 			!strings.Contains(e.Error.Message, c.contains) || (c.param != "" && (e.Error.Param == nil || *e.Error.Param != c.param)) {
 			t.Fatalf("%.80s: %d %.300s", c.body, status, body)
 		}
+	}
+	// A stream cannot be replayed.
+	if status, _, body := do(t, "GET", ts.URL+"/v1/responses/resp_x?stream=true", "", ""); status != http.StatusBadRequest || !strings.Contains(string(body), `"param":"stream"`) {
+		t.Fatalf("GET stream=true: %d %s", status, body)
 	}
 	// Unknown ids: 404 in OpenAI's shape.
 	status, _, body := do(t, "GET", ts.URL+"/v1/responses/resp_nope/input_items", "", "")

@@ -184,6 +184,9 @@ func (h *Handler) stored(c echo.Context) (*jobs.StoredResponse, error) {
 
 // get serves GET /v1/responses/{id}.
 func (h *Handler) get(c echo.Context) error {
+	if c.QueryParam("stream") == "true" {
+		return notSupported("stream", "Replaying a response's stream is not supported: GET it without 'stream'.")
+	}
 	r, err := h.stored(c)
 	if err != nil {
 		return err
