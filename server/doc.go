@@ -1,10 +1,14 @@
 // Package server is Tadpole's HTTP layer. New builds one echo server over
 // one model store (models), one scheduler (server/sched) and the one
 // generation path (server/infer), and registers every API dialect on it:
-// Ollama's native API under /api/ (server/ollama), OpenAI's under /v1/
-// and Open WebUI's POST /api/chat/completions (server/openai), and the
-// Anura job and streaming API under /api/v1/ (server/anura), whose jobs
-// server/jobs stores and runs.
+// Ollama's native API under /api/ (server/ollama, /api/rerank included),
+// OpenAI's under /v1/ (server/openai: chat, completions, embeddings,
+// models, /v1/rerank) and Open WebUI's POST /api/chat/completions,
+// OpenAI's Responses API under /v1/responses (server/responses: stored
+// responses and background runs in the job database), Anthropic's
+// Messages API under /v1/messages (server/anthropic), and the Anura job
+// and streaming API under /api/v1/ (server/anura), whose jobs server/jobs
+// stores and runs (a background response is a job of type "response").
 //
 // The request path, the same for every dialect: the dialect decodes its
 // wire format into an infer.Request (OpenAI-style sampling fields through
