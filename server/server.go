@@ -84,6 +84,7 @@ type Server struct {
 	echo      *echo.Echo
 	sched     *sched.Scheduler
 	telemetry *telemetry.Telemetry
+	mu        sync.Mutex // guards http: Serve and Shutdown may run on different goroutines
 	http      *http.Server
 	jobs      *jobs.Store
 	tls       *tls.Config
@@ -154,8 +155,11 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // Serve accepts connections on ln until Shutdown, over TLS when
 // Config.TLS is set.
 func (s *Server) Serve(ln net.Listener) error {
-	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: 30 * time.Second, ConnContext: withListener(ln.Addr()), TLSConfig: s.tls.Clone()}
-	err := serveOn(s.http, ln)
+	hs := &http.Server{Handler: s.echo, ReadHeaderTimeout: 30 * time.Second, ConnContext: withListener(ln.Addr()), TLSConfig: s.tls.Clone()}
+	s.mu.Lock()
+	s.http = hs
+	s.mu.Unlock()
+	err := serveOn(hs, ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -166,8 +170,11 @@ func (s *Server) Serve(ln net.Listener) error {
 // ends, then unloads every model.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
-	if s.http != nil {
-		err = s.http.Shutdown(ctx)
+	s.mu.Lock()
+	hs := s.http
+	s.mu.Unlock()
+	if hs != nil {
+		err = hs.Shutdown(ctx)
 	}
 	s.metrics.shutdown(ctx)
 	if s.jobs != nil {

@@ -99,7 +99,8 @@ func TestRunErrors(t *testing.T) {
 		stderr string
 	}{
 		// The server's {"error": ...} is printed as it is.
-		{"server error", "", []string{"run", "-p", "num_ctx=abc", "bigram", "Hi"}, 1, `invalid option "num_ctx"`},
+		{"server error", "", []string{"run", "-p", "num_keep=100000", "bigram", "Hi"}, 1, `option num_keep: 100000 is out of range`},
+		{"bad parameter value", "", []string{"run", "-p", "num_ctx=abc", "bigram", "Hi"}, 1, `parameter num_ctx: "abc" is not an integer`},
 		{"unknown parameter", "", []string{"run", "-p", "colour=red", "bigram", "Hi"}, 1, `unknown parameter "colour"`},
 		{"parameter without a value", "", []string{"run", "-p", "temperature", "bigram", "Hi"}, 1, "want NAME=VALUE"},
 		{"bad keepalive", "", []string{"run", "--keepalive", "soon", "bigram", "Hi"}, 1, "--keepalive"},
