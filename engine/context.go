@@ -86,6 +86,9 @@ type Context struct {
 	// maxBatch is MaxBatchTokens, read once: llama.cpp fixes it when the
 	// context is made, and Decode checks it at every step.
 	maxBatch int
+	// nonCausal is set while SetCausal(false) holds: batches must then fit
+	// one micro-batch.
+	nonCausal bool
 }
 
 // ErrNoKVSpace is returned by Decode when the KV memory has no room for the
@@ -274,10 +277,8 @@ func (c *Context) Decode(b *Batch) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	// llama_decode asserts n_tokens <= n_batch (and <= n_ubatch without
-	// causal attention): refuse instead of aborting the process.
-	if limit := c.maxBatch; b.Len() > limit {
-		return fmt.Errorf("decode: batch of %d tokens is larger than the context's batch size %d", b.Len(), limit)
+	if err := c.checkBatchLen(b.Len()); err != nil {
+		return err
 	}
 	b.c.n_tokens = C.int32_t(b.n)
 	rc := C.llama_decode(c.c, b.c)
@@ -291,6 +292,33 @@ func (c *Context) Decode(b *Batch) error {
 	default:
 		return fmt.Errorf("decode of %d tokens failed (llama_decode returned %d): %s", b.Len(), int(rc), strings.Join(takeLogErrors(), "; "))
 	}
+}
+
+// checkBatchLen refuses a batch llama_decode would assert on: n_tokens <=
+// n_batch, and <= n_ubatch without causal attention (SetCausal(false)).
+func (c *Context) checkBatchLen(n int) error {
+	if limit := c.maxBatch; n > limit {
+		return fmt.Errorf("decode: batch of %d tokens is larger than the context's batch size %d", n, limit)
+	}
+	if limit := c.NumUBatch(); c.nonCausal && n > limit {
+		return fmt.Errorf("decode: batch of %d tokens without causal attention is larger than the context's micro-batch %d", n, limit)
+	}
+	return nil
+}
+
+// SetCausal switches causal attention on or off for the next decodes
+// (llama_set_causal_attn): a projector's image embeddings may need to
+// attend to each other both ways (Gemma 3), which llama.cpp only does
+// inside one micro-batch, so while it is off Decode and DecodeEmbd refuse
+// a batch larger than NumUBatch. Switch it back on after such a span.
+// An embedding context keeps its model's attention (refused).
+func (c *Context) SetCausal(causal bool) error {
+	if c.embd {
+		return errors.New("set causal attention: an embedding context keeps the model's attention")
+	}
+	C.llama_set_causal_attn(c.c, C.bool(causal))
+	c.nonCausal = !causal
+	return nil
 }
 
 // Logits are the next-token logits for output i of the last batch (the

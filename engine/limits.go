@@ -34,6 +34,11 @@ import (
 //     SamplerParams.check.
 //   - llama_sampler_init_logit_bias reads n_logit_bias entries of token ids
 //     it indexes the logits with — NewSampler checks every id.
+//   - Embedding input (EmbdBatch, DecodeEmbd): the same n_batch/n_ubatch
+//     asserts (n_ubatch while SetCausal(false) holds, for token batches
+//     too); rows of the model's input width, capacity × width within
+//     MaxEmbdFloats, positions and sequence ids in range, finite values,
+//     and room for M-RoPE's four positions per row (see embdbatch.go).
 //   - Token ids in a batch past the vocabulary index the embedding
 //     matrix — the runner refuses them before a request is queued.
 //   - Rank pooling (rerankers) without a classifier output head: llama.cpp
