@@ -11,6 +11,12 @@
 // steps; a slot keeps its tokens and KV after a request ends, so the next
 // request sharing a prefix skips that part of the prefill.
 //
+// A request's prompt may hold spans fed as embeddings instead of tokens
+// (Request.Embeds: an image or audio clip encoded by a projector): text
+// is batched as above, a span is decoded in decodes of its own (at most
+// one per step), and the prefix cache, truncation and context shifts
+// treat each span as a whole (see Embeds).
+//
 // The runner is the only generation path: every API dialect goes through
 // it. It knows nothing about HTTP; it never drops an accepted request: a
 // request that finds no free slot waits for one.

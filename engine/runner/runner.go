@@ -41,7 +41,15 @@ type Config struct {
 // Request is one generation. Prompt holds the already templated and
 // tokenized prompt.
 type Request struct {
-	Prompt   []engine.Token
+	Prompt []engine.Token
+	// Embeds are spans of Prompt fed as embeddings instead of tokens (an
+	// image or audio clip), in order and not overlapping. Prompt holds a
+	// placeholder token at each of their positions (callers derive them
+	// from the media's hash, e.g. negative values), which the prefix
+	// cache compares like any token, so a cached prefix with an image is
+	// reused only for the same image. See Embeds for truncation and
+	// context shifts.
+	Embeds   []Embeds
 	Sampling engine.SamplerParams
 	// NumPredict limits the generated tokens: -1 (or 0 before defaults
 	// are applied by the caller) unlimited, -2 until the context is full.
@@ -146,13 +154,19 @@ type Runner struct {
 	// embedding request; only the loop uses it.
 	embedCtx   *engine.Context
 	embedBatch *engine.Batch
-	wake       chan struct{}
-	done       chan struct{}
+	// embdBatch holds the pieces of prompt spans (Request.Embeds), made
+	// by the loop on first use; spanTurn is the slot whose span goes next.
+	embdBatch *engine.EmbdBatch
+	spanTurn  int
+	wake      chan struct{}
+	done      chan struct{}
 }
 
 type request struct {
 	Request
 	sampler *engine.Sampler // built by Generate, owned by the slot once started
+	prompt  []engine.Token  // Prompt after truncation
+	spans   []Embeds        // Embeds after truncation
 	ctx     context.Context
 	stream  *Stream
 	queued  time.Time
@@ -228,9 +242,14 @@ func (r *Runner) Generate(ctx context.Context, req Request) (*Stream, error) {
 	if len(req.Prompt) >= req.NumCtx && req.NoTruncate {
 		return nil, fmt.Errorf("prompt of %d tokens does not fit the context of %d tokens", len(req.Prompt), req.NumCtx)
 	}
-	for _, t := range req.Prompt {
-		if t < 0 || int(t) >= r.model.VocabSize() {
-			return nil, fmt.Errorf("token %d is not in the vocabulary (0..%d)", t, r.model.VocabSize()-1)
+	if err := r.checkEmbeds(&req); err != nil {
+		return nil, err
+	}
+	prompt, spans := req.Prompt, req.Embeds
+	if len(prompt) >= req.NumCtx {
+		var err error
+		if prompt, spans, err = truncate(prompt, spans, req.NumCtx, req.NumKeep); err != nil {
+			return nil, err
 		}
 	}
 	// The sampler is built here so a bad grammar or logit bias is the
@@ -239,7 +258,7 @@ func (r *Runner) Generate(ctx context.Context, req Request) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	sr := &request{Request: req, sampler: smp, ctx: ctx, stream: newStream(req.Notify, req.OnDone), queued: time.Now()}
+	sr := &request{Request: req, sampler: smp, prompt: prompt, spans: spans, ctx: ctx, stream: newStream(req.Notify, req.OnDone), queued: time.Now()}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -310,6 +329,9 @@ func (r *Runner) loop() {
 	defer close(r.done)
 	defer func() {
 		r.batch.Close()
+		if r.embdBatch != nil {
+			r.embdBatch.Close()
+		}
 		r.ctx.Close()
 	}()
 	defer r.closeEmbeds()
@@ -381,7 +403,7 @@ func (r *Runner) admit() {
 			if s.req != nil {
 				continue
 			}
-			if n := commonPrefix(s.cache, q.Prompt); n > bestN {
+			if n := reusable(s.cache, s.spans, q.prompt, q.spans); n > bestN {
 				best, bestN = s, n
 			}
 		}

@@ -15,9 +15,17 @@ import (
 type slot struct {
 	id    int
 	cache []engine.Token
+	// spans are the Request.Embeds of the prompt (their bounds once the
+	// request ended), in cache positions: the prefix cache reuses a span
+	// only where the new prompt has one with the same bounds.
+	spans []Embeds
 	req   *request
 
-	prompt     []engine.Token // the request's prompt after truncation
+	prompt []engine.Token // the request's prompt after truncation
+	// prompted is set once the prompt's last position is in a batch: a
+	// context shift may leave the cache shorter than the prompt, and the
+	// prompt must not be fed again then.
+	prompted   bool
 	sampler    *engine.Sampler
 	pending    engine.Token // sampled, not yet decoded
 	hasPending bool
@@ -29,36 +37,30 @@ type slot struct {
 	stats      Stats
 }
 
-// start prepares a slot for a request: truncates the prompt if it does not
-// fit, reuses the longest cached prefix and takes the request's sampler.
+// start prepares a slot for a request (its prompt truncated by Generate
+// if it did not fit): reuses the longest cached prefix and takes the
+// request's sampler.
 func (r *Runner) start(s *slot, q *request) {
-	prompt := q.Prompt
-	nctx := q.NumCtx
-	keep := min(max(q.NumKeep, 0), nctx/2)
-	if len(prompt) >= nctx {
-		// Keep the first num_keep tokens and drop the oldest after them so
-		// that half of what is left of the context is free to generate in.
-		target := max(keep+(nctx-keep)/2, 1)
-		drop := len(prompt) - target
-		t := append(append(make([]engine.Token, 0, target), prompt[:keep]...), prompt[keep+drop:]...)
-		slog.Warn("prompt truncated to fit the context", "slot", s.id, "prompt_tokens", len(prompt), "num_ctx", nctx, "num_keep", keep, "kept", len(t))
-		prompt = t
-	}
-	common := commonPrefix(s.cache, prompt)
+	prompt := q.prompt
+	common := reusable(s.cache, s.spans, prompt, q.spans)
 	if common == len(prompt) {
-		common-- // the last prompt token is evaluated again for its logits
+		// The last prompt position is evaluated again for its logits (the
+		// whole span when it ends one).
+		common = outside(common-1, q.spans)
 	}
 	if common < len(s.cache) && !r.ctx.SeqRemove(s.id, common, -1) {
 		r.ctx.SeqRemove(s.id, -1, -1)
 		common = 0
 	}
 	s.cache = s.cache[:common]
+	s.spans = q.spans
 	if common > 0 {
 		slog.Debug("prompt cache hit", "slot", s.id, "reused_tokens", common, "prompt_tokens", len(prompt))
 	}
 	s.prompt = prompt
 	s.sampler = q.sampler
 	s.hasPending = false
+	s.prompted = false
 	s.generated = s.generated[:0]
 	s.detok = engine.Detokenizer{}
 	s.stop = stopMatcher{stops: nonEmpty(q.Stop)}
@@ -84,6 +86,7 @@ func (r *Runner) step() bool {
 			r.finish(s, "cancel", s.req.ctx.Err())
 		}
 	}
+	spanned := r.spanStep()
 	r.batch.Clear()
 	var generating, prefilling []*slot
 	// One token for every generating slot.
@@ -102,21 +105,25 @@ func (r *Runner) step() bool {
 	}
 	// Chunks of waiting prompts fill the rest of the batch.
 	for _, s := range r.slots {
-		if s.req == nil || len(s.cache) >= len(s.prompt) || r.batch.Len() >= r.batch.Cap() {
+		if s.req == nil || s.prompted || r.batch.Len() >= r.batch.Cap() {
 			continue
 		}
-		for len(s.cache) < len(s.prompt) && r.batch.Len() < r.batch.Cap() {
+		if s.spanAt(len(s.cache)) >= 0 {
+			continue // a span: spanStep decodes it
+		}
+		for end := s.textEnd(len(s.cache)); len(s.cache) < end && r.batch.Len() < r.batch.Cap(); {
 			last := len(s.cache) == len(s.prompt)-1
 			i := r.batch.Add(s.prompt[len(s.cache)], len(s.cache), s.id, last)
 			if last {
 				s.outIdx = i
+				s.prompted = true
 			}
 			s.cache = append(s.cache, s.prompt[len(s.cache)])
 		}
 		prefilling = append(prefilling, s)
 	}
 	if r.batch.Len() == 0 {
-		return false
+		return spanned
 	}
 	t0 := time.Now()
 	record(PhaseBatch, t0.Sub(tStep))
@@ -132,6 +139,7 @@ func (r *Runner) step() bool {
 		for _, s := range append(generating, prefilling...) {
 			r.ctx.SeqRemove(s.id, -1, -1)
 			s.cache = s.cache[:0]
+			s.spans = nil
 			r.finish(s, "", fmt.Errorf("decode: %w", err))
 		}
 		return true
@@ -211,6 +219,12 @@ func (r *Runner) shift(s *slot) bool {
 		r.finish(s, "length", nil)
 		return false
 	}
+	discard, ok := s.shiftSpans(keep, discard)
+	if !ok {
+		slog.Debug("context shift would cut embeddings after num_keep", "slot", s.id, "kept", keep)
+		r.finish(s, "length", nil)
+		return false
+	}
 	r.ctx.SeqRemove(s.id, keep, keep+discard)
 	r.ctx.SeqShift(s.id, keep+discard, -1, -discard)
 	s.cache = append(s.cache[:keep], s.cache[keep+discard:]...)
@@ -237,6 +251,7 @@ func (r *Runner) finish(s *slot, reason string, err error) {
 	s.sampler.Close()
 	s.sampler = nil
 	s.hasPending = false
+	s.spans = keepBounds(s.spans)
 	r.mu.Lock()
 	s.req = nil
 	r.mu.Unlock()
