@@ -1,0 +1,15 @@
+// Package media decodes the images and audio clips that clients send with
+// a generation request, in pure Go, before anything reaches llama.cpp's
+// multimodal library (mtmd): images to 8-bit RGB (Decode), WAV audio to
+// mono float32 PCM at the projector's sample rate (DecodeWAV), and the
+// wire encodings the API dialects use for them (ParseDataURL for
+// "data:image/png;base64,…" URLs, DecodeBase64 for Ollama's bare base64).
+//
+// Every size is checked before memory is allocated from it: an image's
+// header (image.DecodeConfig) against a pixel limit with overflow-checked
+// arithmetic before the image is decoded, an audio clip's length against
+// MaxAudioSeconds before it is converted. Errors say which format and what
+// is wrong, in words a client can act on; the dialects wrap them in a 400.
+//
+// The package does no I/O and knows nothing of HTTP or models.
+package media
