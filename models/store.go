@@ -30,7 +30,9 @@ var ErrUnsupportedModel = errors.New("unsupported model")
 //
 // so Tadpole can serve an existing ~/.ollama/models. A bare file
 // NAME.gguf directly in the directory is the model NAME:latest as well
-// (a manifest of that name wins over it).
+// (a manifest of that name wins over it), with the projector
+// NAME.mmproj.gguf beside it, or the one mmproj-*.gguf file when NAME.gguf
+// is the only bare model (projector files are not models of their own).
 //
 // The zero value is an empty store. A Store must not be copied after
 // first use; its methods are safe for concurrent use by one process.
@@ -61,7 +63,7 @@ type Entry struct {
 	// bare NAME.gguf file.
 	Path string
 	// Size is the size of all blobs of the manifest (config included, as
-	// Ollama reports it), or of the bare file.
+	// Ollama reports it), or of the bare file and its projector.
 	Size int64
 	// Modified is the manifest's (or bare file's) modification time.
 	Modified time.Time
@@ -82,7 +84,7 @@ type Entry struct {
 	License    []string       // license layers, in order
 	Params     map[string]any // the params layer, typed as NormalizeOption does
 	Adapters   []string       // paths of LoRA adapter blobs
-	Projectors []string       // paths of multimodal projector blobs
+	Projectors []string       // paths of multimodal projector blobs (a bare file's: see Store)
 	Messages   []Message      // the messages layer
 	Details    Details
 }
@@ -126,7 +128,8 @@ func (s *Store) resolve(n Name) (Entry, error) {
 // namespace, tag latest).
 func (s *Store) bareFile(n Name) (string, os.FileInfo, bool) {
 	n = n.withDefaults()
-	if s.Dir == "" || n.Host != DefaultHost || n.Namespace != DefaultNamespace || n.Tag != DefaultTag || !namePart.MatchString(n.Model) {
+	if s.Dir == "" || n.Host != DefaultHost || n.Namespace != DefaultNamespace || n.Tag != DefaultTag || !namePart.MatchString(n.Model) ||
+		isProjectorFileName(n.Model+".gguf") {
 		return "", nil, false
 	}
 	p := filepath.Join(s.Dir, n.Model+".gguf")
@@ -146,7 +149,7 @@ func (s *Store) bareEntry(n Name, p string, fi os.FileInfo) Entry {
 	h := sha256.New()
 	fmt.Fprintf(h, "tadpole bare gguf\x00%s\x00%d\x00%d", abs, fi.Size(), fi.ModTime().UnixNano())
 	d, _ := s.ggufDetails(p) // an unreadable header leaves the details empty
-	return Entry{
+	e := Entry{
 		Name:     n.withDefaults(),
 		Path:     p,
 		Size:     fi.Size(),
@@ -154,6 +157,29 @@ func (s *Store) bareEntry(n Name, p string, fi os.FileInfo) Entry {
 		Digest:   hex.EncodeToString(h.Sum(nil)),
 		Details:  d,
 	}
+	// A projector llama.cpp cannot load is left off (logged), so the
+	// model still serves text.
+	if proj := bareProjector(s.Dir, n.Model); proj != "" {
+		if err := s.checkFile(proj); err != nil {
+			s.warnInvalid(e.Name, proj, err)
+		} else {
+			e.Projectors = []string{proj}
+			if pfi, err := os.Stat(proj); err == nil {
+				e.Size += pfi.Size()
+			}
+			fmt.Fprintf(h, "\x00%s\x00%d\x00%d", proj, e.Size, mtime(proj))
+			e.Digest = hex.EncodeToString(h.Sum(nil))
+		}
+	}
+	return e
+}
+
+func mtime(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.ModTime().UnixNano()
 }
 
 // maxSmallBlob bounds the template, system, license, params and messages
@@ -341,7 +367,7 @@ func (s *Store) List() ([]Entry, error) {
 	}
 	for _, de := range des {
 		base, ok := strings.CutSuffix(de.Name(), ".gguf")
-		if !ok || !namePart.MatchString(base) {
+		if !ok || !namePart.MatchString(base) || isProjectorFileName(de.Name()) {
 			continue
 		}
 		n := Name{Model: base}.withDefaults()
