@@ -940,7 +940,7 @@ func TestOpenAIBadInput(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"bigram","messages":[{"role":"wizard","content":"Hi"}]}`, 400, "", "messages[0].role"},
 		{"/v1/chat/completions", `{"model":"bigram","messages":[{"role":"user","content":5}]}`, 400, "", "messages[0].content"},
 		{"/v1/chat/completions", `{"model":"bigram","messages":[{"role":"user"}]}`, 400, "", "messages[0].content"},
-		{"/v1/chat/completions", `{"model":"bigram","messages":[{"role":"user","content":[{"type":"text","text":"Hi"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}]}`, 400, "unsupported_value", "messages[0].content[1]"},
+		{"/v1/chat/completions", `{"model":"bigram","messages":[{"role":"user","content":[{"type":"text","text":"Hi"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}]}`, 400, "", "messages[0].content[1].image_url.url"},
 		{"/v1/completions", `{"model":"stories","prompt":5}`, 400, "", "prompt"},
 		{"/v1/completions", `{"model":"stories"}`, 400, "", "prompt"},
 		{"/v1/completions", `{"model":"stories","prompt":"x","logprobs":6}`, 400, "", "logprobs"},

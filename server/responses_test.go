@@ -556,7 +556,7 @@ func TestResponsesErrors(t *testing.T) {
 		{"tools", responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Tools: manyTools}, 400, "tools", "128"},
 		{"hosted tool", responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Tools: []responses.ToolUnionParam{responses.ToolParamOfWebSearch("web_search")}}, 400, "tools[0].type", "web_search"},
 		{"10k items", responses.ResponseNewParams{Model: "bigram", Input: items(manyItems...)}, 400, "input", "2048"},
-		{"image", responses.ResponseNewParams{Model: "bigram", Input: items(image)}, 400, "input[0].content[0]", "does not support images"},
+		{"image not of its type", responses.ResponseNewParams{Model: "bigram", Input: items(image)}, 400, "input[0].content[0].image_url", "the data URL says image/png but the data is not an image"},
 		{"unknown previous", responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), PreviousResponseID: openai.String("resp_nope")}, 400, "previous_response_id", "Previous response with id 'resp_nope' not found."},
 		{"bad schema", responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Text: responses.ResponseTextConfigParam{
 			Format: responses.ResponseFormatTextConfigParamOfJSONSchema("s", map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string", "pattern": "("}}})}},

@@ -77,6 +77,10 @@ type Config struct {
 	// ResponsesTTL is how long the Responses API keeps stored responses
 	// (0: responses.DefaultTTL, 30 days).
 	ResponsesTTL time.Duration
+	// MaxImages bounds the images and audio clips of one request (0:
+	// infer.DefaultMaxImages) and MaxImagePixels each image's width ×
+	// height (0: media.DefaultMaxPixels); more is a 400.
+	MaxImages, MaxImagePixels int
 }
 
 // Server serves every API dialect over one model store and scheduler.
@@ -124,7 +128,8 @@ func New(cfg Config) *Server {
 		e.GET("/metrics", echo.WrapHandler(tel.Handler()))
 	}
 	store := &models.Store{Dir: cfg.ModelsDir, MaxBlobSize: cfg.MaxBlobSize, MinFreeDisk: cfg.MinFreeDisk}
-	h := &ollama.Handler{Store: store, Sched: s.sched, Infer: &infer.Service{Store: store, Sched: s.sched, Telemetry: tel}, AllowRegistries: cfg.AllowRegistries}
+	h := &ollama.Handler{Store: store, Sched: s.sched, Infer: &infer.Service{Store: store, Sched: s.sched, Telemetry: tel,
+		MediaLimits: infer.MediaLimits{MaxImages: cfg.MaxImages, MaxImagePixels: cfg.MaxImagePixels}}, AllowRegistries: cfg.AllowRegistries}
 	h.Register(e)
 	oa := &openai.Handler{Infer: h.Infer, Store: store}
 	oa.RegisterV1(e.Group("/v1", openai.Errors))

@@ -13,7 +13,9 @@ import (
 
 	"github.com/tadpole-llm/tadpole/server"
 	"github.com/tadpole-llm/tadpole/server/auth"
+	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/jobs"
+	"github.com/tadpole-llm/tadpole/server/media"
 )
 
 // apiFlags are the serve flags of API keys, request limits and jobs.
@@ -25,6 +27,8 @@ type apiFlags struct {
 	jobMaxTokens, jobQueueKey *int
 	// the Responses API
 	responsesTTL *string
+	// images and audio
+	maxImages, maxImagePixels *int
 }
 
 func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
@@ -44,6 +48,10 @@ func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
 			"most queued jobs per API key (all clients share one quota without keys); more get 429; 0: no limit (TADPOLE_JOB_QUEUE_PER_KEY)"),
 		responsesTTL: fs.String("responses-ttl", env("TADPOLE_RESPONSES_TTL", "30d"),
 			"how long stored responses of the Responses API (/v1/responses) are kept, e.g. 72h or 30d (TADPOLE_RESPONSES_TTL)"),
+		maxImages: fs.Int("max-images", envInt("TADPOLE_MAX_IMAGES", infer.DefaultMaxImages),
+			"most images and audio clips in one request; more get 400 (TADPOLE_MAX_IMAGES)"),
+		maxImagePixels: fs.Int("max-image-pixels", envInt("TADPOLE_MAX_IMAGE_PIXELS", media.DefaultMaxPixels),
+			"largest image in pixels (width × height), checked before it is decoded; larger ones get 400 (TADPOLE_MAX_IMAGE_PIXELS)"),
 	}
 }
 
@@ -88,6 +96,13 @@ func (f *apiFlags) apply(cfg *server.Config) error {
 		return fmt.Errorf("--responses-ttl: want a positive duration such as 720h or 30d, not %q", *f.responsesTTL)
 	}
 	cfg.ResponsesTTL = ttl
+	if *f.maxImages < 1 {
+		return fmt.Errorf("--max-images must be at least 1, not %d", *f.maxImages)
+	}
+	if *f.maxImagePixels < 1 {
+		return fmt.Errorf("--max-image-pixels must be at least 1, not %d", *f.maxImagePixels)
+	}
+	cfg.MaxImages, cfg.MaxImagePixels = *f.maxImages, *f.maxImagePixels
 	dir := *f.dataDir
 	if dir == "" {
 		dir = filepath.Join(filepath.Dir(filepath.Clean(cfg.ModelsDir)), "data")

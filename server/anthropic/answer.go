@@ -26,7 +26,7 @@ func (h *Handler) messages(c echo.Context) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(c.Request().Context())
-	in, err := h.Infer.Acquire(ctx, r.Model, p.req.Options, nil)
+	in, err := h.Infer.AcquireFor(ctx, p.req)
 	if err != nil {
 		cancel()
 		return inferError(err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/media"
 )
 
 // systemText is the system prompt: a string, or text blocks joined by
@@ -57,17 +58,18 @@ func contentBlocks(field string, raw json.RawMessage) ([]Block, error) {
 type converter struct {
 	model string
 	out   []infer.Message
+	media infer.MediaInput  // the images of out's messages
 	calls map[string]string // tool_use id → tool name, of the turns so far
 }
 
-// conversation converts and checks the messages.
-func conversation(msgs []MessageParam, model string) ([]infer.Message, error) {
+// conversation converts and checks the messages, and gives their images.
+func conversation(msgs []MessageParam, model string) ([]infer.Message, infer.MediaInput, error) {
 	c := &converter{model: model, calls: map[string]string{}}
 	for i, m := range msgs {
 		field := fmt.Sprintf("messages[%d]", i)
 		blocks, err := contentBlocks(field+".content", m.Content)
 		if err != nil {
-			return nil, err
+			return nil, infer.MediaInput{}, err
 		}
 		switch m.Role {
 		case "user":
@@ -78,10 +80,10 @@ func conversation(msgs []MessageParam, model string) ([]infer.Message, error) {
 			err = invalid("%s.role: %q is not one of 'user' and 'assistant' (the system prompt is the top-level system field)", field, m.Role)
 		}
 		if err != nil {
-			return nil, err
+			return nil, infer.MediaInput{}, err
 		}
 	}
-	return c.out, nil
+	return c.out, c.media, nil
 }
 
 // user converts a user turn.
@@ -90,10 +92,14 @@ func (c *converter) user(field string, blocks []Block) error {
 		return invalid("%s.content: a user message needs at least one content block", field)
 	}
 	var texts []string
+	var images []imageAt // the images of the message being gathered
 	flush := func() {
-		if len(texts) > 0 {
+		if len(texts) > 0 || len(images) > 0 {
+			for _, im := range images {
+				c.media.AddMessageMedia(len(c.out), im.offset, im.media)
+			}
 			c.out = append(c.out, infer.Message{Role: "user", Content: strings.Join(texts, "\n")})
-			texts = nil
+			texts, images = nil, nil
 		}
 	}
 	for j, b := range blocks {
@@ -101,6 +107,15 @@ func (c *converter) user(field string, blocks []Block) error {
 		switch b.Type {
 		case "text":
 			texts = append(texts, b.Text)
+		case "image":
+			data, err := imageBlock(bf, b)
+			if err != nil {
+				return err
+			}
+			// Where the text gathered so far ends, with the newline
+			// that joins it to the next text after the image.
+			offset := len(strings.Join(texts, "\n"))
+			images = append(images, imageAt{offset, infer.Media{Data: data, Field: bf}})
 		case "tool_result":
 			msg, err := c.toolResult(bf, b)
 			if err != nil {
@@ -114,6 +129,37 @@ func (c *converter) user(field string, blocks []Block) error {
 	}
 	flush()
 	return nil
+}
+
+// imageAt is an image of a user message and its offset in the text.
+type imageAt struct {
+	offset int
+	media  infer.Media
+}
+
+// imageBlock reads an image block's base64 source, whose media_type
+// must match the data. Whether the model takes images is checked when
+// the request starts (infer.Request.CheckMedia).
+func imageBlock(field string, b Block) ([]byte, error) {
+	src := b.Source
+	if src == nil {
+		return nil, invalid("%s.source: Field required", field)
+	}
+	switch src.Type {
+	case "base64":
+	case "url":
+		return nil, invalid("%s.source.type: \"url\" image sources are not fetched: send the image as base64 data", field)
+	default:
+		return nil, invalid("%s.source.type: %q is not supported: expected \"base64\"", field, src.Type)
+	}
+	if src.MediaType == "" {
+		return nil, invalid("%s.source.media_type: Field required", field)
+	}
+	data, err := media.ImageURL("data:" + src.MediaType + ";base64," + src.Data)
+	if err != nil {
+		return nil, invalid("%s.source: %v", field, err)
+	}
+	return data, nil
 }
 
 // toolResult converts a tool_result block, which must answer a tool_use
@@ -203,7 +249,7 @@ func (c *converter) toolUse(field string, b Block) (infer.ToolCall, error) {
 func (c *converter) refuse(field, typ, allowed string) *Error {
 	switch typ {
 	case "image":
-		return invalid("%s: model %q does not support images: it takes text only", field, c.model)
+		return invalid("%s: image blocks are not supported here: only in a user message's content", field)
 	case "document":
 		return invalid("%s: model %q does not support documents: send their text as text blocks", field, c.model)
 	case "":

@@ -40,12 +40,15 @@ func (h *Handler) prepare(r *MessagesRequest, count bool) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := conversation(r.Messages, r.Model)
+	msgs, mi, err := conversation(r.Messages, r.Model)
 	if err != nil {
 		return nil, err
 	}
 	if system != "" {
 		msgs = append([]infer.Message{{Role: "system", Content: system}}, msgs...)
+		if len(mi.MessageMedia) > 0 {
+			mi.MessageMedia = append([][]infer.MediaRef{nil}, mi.MessageMedia...)
+		}
 	}
 	tools, choice, name, err := checkTools(r.Tools, r.ToolChoice)
 	if err != nil {
@@ -67,7 +70,7 @@ func (h *Handler) prepare(r *MessagesRequest, count bool) (*prepared, error) {
 	}
 	no := false
 	ireq := &infer.Request{
-		Model: r.Model, Chat: true, Messages: msgs, Grammar: gram,
+		Model: r.Model, Chat: true, Messages: msgs, MediaInput: mi, Grammar: gram,
 		Tools: tools, ToolChoice: choice, ToolName: name, Think: think, TemplateVars: vars,
 		// Anthropic's models neither cut a long prompt nor slide their
 		// context: a prompt too long is a 400, a full context ends the

@@ -50,6 +50,17 @@ type Block struct {
 	// thinking
 	Thinking  string `json:"thinking"`
 	Signature string `json:"signature"`
+	// image
+	Source *ImageSource `json:"source"`
+}
+
+// ImageSource is an image block's source: base64 data of a media type
+// ("base64"); "url" sources are refused (the server fetches nothing).
+type ImageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+	URL       string `json:"url"`
 }
 
 // Tool is a client tool: a function the model may call. Type is empty

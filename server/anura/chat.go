@@ -87,11 +87,11 @@ func (h *Handler) request(req *chatRequest) (*infer.Request, error) {
 	if err := opts.CheckRequest(math.MaxInt32); err != nil {
 		return nil, errorf(http.StatusBadRequest, "%v", err)
 	}
-	msgs, err := ollamarun.Messages(req.Model, req.Messages)
+	msgs, mi, err := ollamarun.ChatMessages(req.Messages)
 	if err != nil {
 		return nil, err
 	}
-	return &infer.Request{Model: req.Model, Chat: true, Messages: msgs, Options: opts, KeepAlive: ollamarun.KeepAlive(req.KeepAlive)}, nil
+	return &infer.Request{Model: req.Model, Chat: true, Messages: msgs, MediaInput: mi, Options: opts, KeepAlive: ollamarun.KeepAlive(req.KeepAlive)}, nil
 }
 
 // A request waiting for its model is told so after firstUpdate, then
@@ -198,7 +198,7 @@ type started struct {
 func (h *Handler) startWaiting(ctx context.Context, req *infer.Request, out *sse) (started, error) {
 	ch := make(chan started, 1)
 	go func() {
-		in, err := h.Infer.Acquire(ctx, req.Model, req.Options, req.KeepAlive)
+		in, err := h.Infer.AcquireFor(ctx, req)
 		if err != nil {
 			ch <- started{err: err}
 			return

@@ -26,16 +26,19 @@ type ShowRequest struct {
 
 // ShowResponse is the answer of POST /api/show.
 type ShowResponse struct {
-	License      string         `json:"license,omitempty"`
-	Modelfile    string         `json:"modelfile,omitempty"`
-	Parameters   string         `json:"parameters,omitempty"`
-	Template     string         `json:"template,omitempty"`
-	System       string         `json:"system,omitempty"`
-	Details      ModelDetails   `json:"details"`
-	Messages     []Message      `json:"messages,omitempty"`
-	ModelInfo    map[string]any `json:"model_info"`
-	Capabilities []string       `json:"capabilities,omitempty"`
-	ModifiedAt   time.Time      `json:"modified_at,omitempty"`
+	License    string         `json:"license,omitempty"`
+	Modelfile  string         `json:"modelfile,omitempty"`
+	Parameters string         `json:"parameters,omitempty"`
+	Template   string         `json:"template,omitempty"`
+	System     string         `json:"system,omitempty"`
+	Details    ModelDetails   `json:"details"`
+	Messages   []Message      `json:"messages,omitempty"`
+	ModelInfo  map[string]any `json:"model_info"`
+	// ProjectorInfo is the multimodal projector's general.* and clip.*
+	// metadata, for a model with one.
+	ProjectorInfo map[string]any `json:"projector_info,omitempty"`
+	Capabilities  []string       `json:"capabilities,omitempty"`
+	ModifiedAt    time.Time      `json:"modified_at,omitempty"`
 }
 
 // CreateRequest is the body of POST /api/create.

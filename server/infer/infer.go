@@ -133,6 +133,10 @@ type Request struct {
 	// reasoning_effort).
 	TemplateVars map[string]any
 
+	// MediaInput: the request's images and audio clips and where they go
+	// (media.go); Start checks them (CheckMedia).
+	MediaInput
+
 	modelTemplate bool // Template came from the model's manifest
 }
 
@@ -141,6 +145,8 @@ type Service struct {
 	Store     *models.Store
 	Sched     *sched.Scheduler
 	Telemetry *telemetry.Telemetry // may be nil
+	// MediaLimits bound the images and audio of a request (media.go).
+	MediaLimits MediaLimits
 
 	waiting atomic.Int64 // requests queued for a slot, over every model
 }
@@ -294,6 +300,9 @@ func entryOptionsFrom(entry models.Entry, opts api.Options) (api.Options, error)
 // Its metrics, spans and per-key usage are recorded when it ends, read or
 // not.
 func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Stream, error) {
+	if err := req.CheckMedia(in.Entry, s.MediaLimits); err != nil {
+		return nil, err
+	}
 	req = withModelDefaults(req, in.Entry)
 	tokens, out, err := render(in.Model, req)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/registry"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
@@ -41,6 +42,9 @@ func (h *Handler) create(c echo.Context) error {
 	mf, err := modelfileOf(&req)
 	if err != nil {
 		return err
+	}
+	if req.Modelfile == "" && req.From == "" {
+		h.modelFirst(mf)
 	}
 	if err := h.checkGGUFs(mf); err != nil {
 		return err
@@ -159,6 +163,30 @@ func modelfileOf(req *api.CreateRequest) (*models.Modelfile, error) {
 		add(models.CmdMessage, m.Role, m.Content)
 	}
 	return mf, nil
+}
+
+// modelFirst puts first, among a create's files (FROM blobs), the one
+// that is a language model, so that the others (a projector: Ollama
+// sends a vision model as {"model.gguf": …, "mmproj.gguf": …}) are
+// added to it, whatever their names' order.
+func (h *Handler) modelFirst(mf *models.Modelfile) {
+	var froms []int
+	for i, c := range mf.Commands {
+		if c.Name == models.CmdFrom {
+			froms = append(froms, i)
+		}
+	}
+	for _, i := range froms {
+		p, err := h.Store.BlobPath(strings.TrimPrefix(mf.Commands[i].Value, "@"))
+		if err != nil {
+			continue
+		}
+		if f, err := gguf.Open(p); err == nil && f.IsModel() {
+			first := froms[0]
+			mf.Commands[first], mf.Commands[i] = mf.Commands[i], mf.Commands[first]
+			return
+		}
+	}
 }
 
 func sortedValues(m map[string]string) []string {

@@ -115,6 +115,21 @@ func (h *Handler) show(c echo.Context) error {
 		// "embedding" for an embedding model).
 		resp.Capabilities = []string{"rerank"}
 	}
+	if proj := e.Projector(); proj != "" {
+		// "vision" and "audio" as Ollama lists them, from what the
+		// projector says it encodes.
+		pi, err := models.ReadProjector(proj)
+		if err != nil {
+			return errorf(http.StatusInternalServerError, "model %q: %v", name, err)
+		}
+		resp.ProjectorInfo = pi.KV
+		if pi.Vision {
+			resp.Capabilities = append(resp.Capabilities, "vision")
+		}
+		if pi.Audio {
+			resp.Capabilities = append(resp.Capabilities, "audio")
+		}
+	}
 	for _, m := range e.Messages {
 		resp.Messages = append(resp.Messages, api.Message{Role: m.Role, Content: m.Content})
 	}

@@ -3,6 +3,7 @@ package ollamarun
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/media"
 )
 
 // thinkOption reads Ollama's think: true, false, or a level ("high",
@@ -65,24 +67,57 @@ func tools(ts []api.Tool) ([]json.RawMessage, error) {
 
 var chatRoles = map[string]bool{"system": true, "user": true, "assistant": true, "tool": true}
 
-// Messages converts an Ollama chat's messages (for model, named in
-// errors), checking their roles.
-func Messages(model string, ms []api.Message) ([]infer.Message, error) {
+// ChatMessages converts an Ollama chat's messages, checking their roles,
+// and their images (base64, or data URLs whose type must match the
+// data), which go before each message's text as Ollama places them.
+// Whether the model takes images, and the limits on them, are checked
+// when the request starts (infer.Request.CheckMedia).
+func ChatMessages(ms []api.Message) ([]infer.Message, infer.MediaInput, error) {
+	var mi infer.MediaInput
 	out := make([]infer.Message, 0, len(ms))
 	for i, m := range ms {
 		if !chatRoles[m.Role] {
-			return nil, errorf(http.StatusBadRequest, "messages[%d]: invalid role %q (system, user, assistant or tool)", i, m.Role)
-		}
-		if len(m.Images) > 0 {
-			return nil, errorf(http.StatusBadRequest, "model %q does not support images", model)
+			return nil, mi, errorf(http.StatusBadRequest, "messages[%d]: invalid role %q (system, user, assistant or tool)", i, m.Role)
 		}
 		msg, err := message(i, m)
 		if err != nil {
-			return nil, err
+			return nil, mi, err
+		}
+		for j, img := range m.Images {
+			field := fmt.Sprintf("messages[%d].images[%d]", i, j)
+			data, err := imageData(field, img)
+			if err != nil {
+				return nil, mi, err
+			}
+			mi.AddMessageMedia(i, 0, infer.Media{Data: data, Field: field})
 		}
 		out = append(out, msg)
 	}
+	return out, mi, nil
+}
+
+// Images converts /api/generate's images, which go before the prompt.
+func Images(imgs []string) ([]infer.Media, error) {
+	var out []infer.Media
+	for j, img := range imgs {
+		field := fmt.Sprintf("images[%d]", j)
+		data, err := imageData(field, img)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, infer.Media{Data: data, Field: field})
+	}
 	return out, nil
+}
+
+// imageData decodes one of Ollama's images: base64, with or without a
+// data URL prefix.
+func imageData(field, s string) ([]byte, error) {
+	data, err := media.ImageData(s)
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "%s: %v", field, err)
+	}
+	return data, nil
 }
 
 // message converts an Ollama chat message.

@@ -78,8 +78,8 @@ func (r Runner) PrepareGenerate(req *api.GenerateRequest) (*Call, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(req.Images) > 0 {
-		return nil, errorf(http.StatusBadRequest, "model %q does not support images", req.Model)
+	if ireq.Media, err = Images(req.Images); err != nil {
+		return nil, err
 	}
 	ireq.Prompt, ireq.Suffix, ireq.System, ireq.Template, ireq.Raw = req.Prompt, req.Suffix, req.System, req.Template, req.Raw
 	ireq.Context, ireq.Truncate, ireq.Shift = req.Context, req.Truncate, req.Shift
@@ -97,7 +97,7 @@ func (r Runner) PrepareChat(req *api.ChatRequest) (*Call, error) {
 	if ireq.Tools, err = tools(req.Tools); err != nil {
 		return nil, err
 	}
-	if ireq.Messages, err = Messages(req.Model, req.Messages); err != nil {
+	if ireq.Messages, ireq.MediaInput, err = ChatMessages(req.Messages); err != nil {
 		return nil, err
 	}
 	return &Call{r: r, model: req.Model, ireq: ireq, loadOnly: len(req.Messages) == 0, start: start}, nil
@@ -125,7 +125,7 @@ func (r Runner) request(model string, m map[string]any, format, think json.RawMe
 // Start gets the model loaded (waiting for it as long as ctx allows) and
 // queues the generation. Cancelling ctx ends it.
 func (c *Call) Start(ctx context.Context) (*Stream, error) {
-	in, err := c.r.Infer.Acquire(ctx, c.model, c.ireq.Options, c.ireq.KeepAlive)
+	in, err := c.r.Infer.AcquireFor(ctx, c.ireq)
 	if err != nil {
 		return nil, inferError(err)
 	}

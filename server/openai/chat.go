@@ -3,12 +3,14 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/tadpole-llm/tadpole/engine/grammar"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/media"
 )
 
 // maxTopLogprobs bounds top_logprobs, as OpenAI does.
@@ -30,7 +32,7 @@ func (h *Handler) prepareChat(req *ChatRequest) ([]*infer.Request, int, error) {
 	if len(req.Messages) == 0 {
 		return nil, 0, invalid("messages", "Invalid 'messages': expected a non-empty array.")
 	}
-	msgs, err := messages(req.Messages, req.Model)
+	msgs, mi, err := messages(req.Messages, req.Model)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -107,44 +109,48 @@ func (h *Handler) prepareChat(req *ChatRequest) ([]*infer.Request, int, error) {
 		return nil, 0, invalid("reasoning_effort", "Invalid value for 'reasoning_effort': %q. Supported values are: 'none', 'minimal', 'low', 'medium', 'high' and 'xhigh'.", req.ReasoningEffort)
 	}
 	ireq := &infer.Request{
-		Model: req.Model, Chat: true, Messages: msgs, Options: opts, Grammar: gram, LogitBias: smp.Bias(),
+		Model: req.Model, Chat: true, Messages: msgs, MediaInput: mi, Options: opts, Grammar: gram, LogitBias: smp.Bias(),
 		Logprobs: req.Logprobs, TopLogprobs: top,
 		Tools: tools, ToolChoice: choice, ToolName: name, Think: think, TemplateVars: vars,
 	}
 	return choices(ireq, n), n, nil
 }
 
-// messages converts the request's messages.
-func messages(msgs []ChatMessage, model string) ([]infer.Message, error) {
+// messages converts the request's messages and their images and audio.
+func messages(msgs []ChatMessage, model string) ([]infer.Message, infer.MediaInput, error) {
+	var mi infer.MediaInput
 	out := make([]infer.Message, 0, len(msgs))
 	names := map[string]string{} // tool call id → function name
 	for i, m := range msgs {
 		role, ok := roles[m.Role]
 		if !ok {
-			return nil, invalid(fmt.Sprintf("messages[%d].role", i),
+			return nil, mi, invalid(fmt.Sprintf("messages[%d].role", i),
 				"Invalid value for 'messages[%d].role': %q. Supported values are: 'system', 'developer', 'user', 'assistant', 'tool' and 'function'.", i, m.Role)
 		}
-		content, err := messageContent(i, m, model)
+		content, parts, err := messageContent(i, m)
 		if err != nil {
-			return nil, err
+			return nil, mi, err
+		}
+		for _, p := range parts {
+			mi.AddMessageMedia(len(out), p.offset, p.media)
 		}
 		msg := infer.Message{Role: role, Content: content}
 		if tc := bytes.TrimSpace(m.ToolCalls); len(tc) > 0 && string(tc) != "null" {
 			var calls []ToolCall
 			if m.Role != "assistant" || json.Unmarshal(tc, &calls) != nil {
-				return nil, invalid(fmt.Sprintf("messages[%d].tool_calls", i), "tool_calls must be an array of function calls, on assistant messages only")
+				return nil, mi, invalid(fmt.Sprintf("messages[%d].tool_calls", i), "tool_calls must be an array of function calls, on assistant messages only")
 			}
 			for j, c := range calls {
 				p := fmt.Sprintf("messages[%d].tool_calls[%d].function", i, j)
 				if c.Function.Name == "" {
-					return nil, invalid(p+".name", "Missing required parameter: '%s.name'.", p)
+					return nil, mi, invalid(p+".name", "Missing required parameter: '%s.name'.", p)
 				}
 				args := json.RawMessage(strings.TrimSpace(c.Function.Arguments))
 				if len(args) == 0 {
 					args = json.RawMessage("{}")
 				}
 				if args[0] != '{' || !json.Valid(args) {
-					return nil, invalid(p+".arguments", "Invalid '%s.arguments': expected a JSON object in a string.", p)
+					return nil, mi, invalid(p+".arguments", "Invalid '%s.arguments': expected a JSON object in a string.", p)
 				}
 				msg.ToolCalls = append(msg.ToolCalls, infer.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
 				names[c.ID] = c.Function.Name
@@ -159,60 +165,124 @@ func messages(msgs []ChatMessage, model string) ([]infer.Message, error) {
 		}
 		out = append(out, msg)
 	}
-	return out, nil
+	return out, mi, nil
+}
+
+// mediaPart is an image or audio part of a message and where it goes in
+// the message's text.
+type mediaPart struct {
+	offset int
+	media  infer.Media
 }
 
 // messageContent is a message's text: its content string, or its text
-// parts joined by newlines. Other parts (images, audio, files) are
-// refused: no model Tadpole serves takes them yet.
-func messageContent(i int, m ChatMessage, model string) (string, error) {
+// parts joined by newlines; its image_url parts (data URLs) and
+// input_audio parts (base64 WAV) are its media, placed where they came
+// among the text. Whether the model takes them is checked when the
+// request starts (infer.Request.CheckMedia). File parts are refused.
+func messageContent(i int, m ChatMessage) (string, []mediaPart, error) {
 	param := fmt.Sprintf("messages[%d].content", i)
 	raw := bytes.TrimSpace(m.Content)
 	if len(raw) == 0 || string(raw) == "null" {
 		if m.Role == "assistant" || m.Role == "tool" || m.Role == "function" {
-			return "", nil
+			return "", nil, nil
 		}
-		return "", invalid(param, "Missing required parameter: '%s'.", param)
+		return "", nil, invalid(param, "Missing required parameter: '%s'.", param)
 	}
 	switch raw[0] {
 	case '"':
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", invalid(param, "Invalid '%s': %v", param, err)
+			return "", nil, invalid(param, "Invalid '%s': %v", param, err)
 		}
-		return s, nil
+		return s, nil, nil
 	case '[':
 		var parts []json.RawMessage
 		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", invalid(param, "Invalid '%s': %v", param, err)
+			return "", nil, invalid(param, "Invalid '%s': %v", param, err)
 		}
-		texts := make([]string, 0, len(parts))
+		var text strings.Builder
+		var found []mediaPart
+		texts := 0
+		addText := func(s string) {
+			if texts > 0 {
+				text.WriteByte('\n')
+			}
+			text.WriteString(s)
+			texts++
+		}
 		for j, p := range parts {
 			pp := fmt.Sprintf("%s[%d]", param, j)
 			var cp ContentPart
 			if err := json.Unmarshal(p, &cp); err != nil {
-				return "", invalid(pp, "Invalid content part '%s': expected an object with a type.", pp)
+				return "", nil, invalid(pp, "Invalid content part '%s': expected an object with a type.", pp)
 			}
 			switch cp.Type {
 			case "text":
-				texts = append(texts, cp.Text)
+				addText(cp.Text)
 			case "refusal":
-				texts = append(texts, cp.Refusal)
+				addText(cp.Refusal)
 			case "image_url", "input_image":
-				return "", notSupported(pp, "Image input is not supported: model '%s' takes text only.", model)
+				data, err := imagePart(pp, cp.ImageURL)
+				if err != nil {
+					return "", nil, err
+				}
+				found = append(found, mediaPart{text.Len(), infer.Media{Data: data, Field: pp}})
 			case "input_audio":
-				return "", notSupported(pp, "Audio input is not supported: model '%s' takes text only.", model)
+				if cp.InputAudio == nil {
+					return "", nil, invalid(pp+".input_audio", "Missing required parameter: '%s.input_audio'.", pp)
+				}
+				data, err := mediaData(pp+".input_audio", func() ([]byte, error) { return media.AudioData(cp.InputAudio.Data, cp.InputAudio.Format) })
+				if err != nil {
+					return "", nil, err
+				}
+				found = append(found, mediaPart{text.Len(), infer.Media{Data: data, Audio: true, Field: pp}})
 			case "file":
-				return "", notSupported(pp, "File input is not supported: model '%s' takes text only.", model)
+				return "", nil, notSupported(pp, "File input is not supported: send a file's text as a text part.")
 			case "":
-				return "", invalid(pp+".type", "Missing required parameter: '%s.type'.", pp)
+				return "", nil, invalid(pp+".type", "Missing required parameter: '%s.type'.", pp)
 			default:
-				return "", invalid(pp+".type", "Invalid value for '%s.type': %q. Supported values are: 'text', 'image_url', 'input_audio', 'file' and 'refusal'.", pp, cp.Type)
+				return "", nil, invalid(pp+".type", "Invalid value for '%s.type': %q. Supported values are: 'text', 'image_url', 'input_audio', 'file' and 'refusal'.", pp, cp.Type)
 			}
 		}
-		return strings.Join(texts, "\n"), nil
+		return text.String(), found, nil
 	}
-	return "", invalid(param, "Invalid type for '%s': expected a string or an array of content parts.", param)
+	return "", nil, invalid(param, "Invalid type for '%s': expected a string or an array of content parts.", param)
+}
+
+// imagePart reads an image_url part's image: {"url": "data:…"} or the
+// URL alone.
+func imagePart(pp string, raw json.RawMessage) ([]byte, error) {
+	raw = bytes.TrimSpace(raw)
+	var url string
+	if len(raw) > 0 && raw[0] == '"' {
+		_ = json.Unmarshal(raw, &url)
+	} else if len(raw) > 0 && raw[0] == '{' {
+		var u struct {
+			URL string `json:"url"`
+		}
+		if err := json.Unmarshal(raw, &u); err != nil {
+			return nil, invalid(pp+".image_url", "Invalid '%s.image_url': expected an object with a url.", pp)
+		}
+		url = u.URL
+	}
+	if url == "" {
+		return nil, invalid(pp+".image_url.url", "Missing required parameter: '%s.image_url.url'.", pp)
+	}
+	return mediaData(pp+".image_url.url", func() ([]byte, error) { return media.ImageURL(url) })
+}
+
+// mediaData runs a media decoder, answering its error as a 400 about
+// param.
+func mediaData(param string, decode func() ([]byte, error)) ([]byte, error) {
+	data, err := decode()
+	if errors.Is(err, media.ErrRemoteURL) {
+		return nil, notSupported(param, "Invalid '%s': %v.", param, err)
+	}
+	if err != nil {
+		return nil, invalid(param, "Invalid '%s': %v.", param, err)
+	}
+	return data, nil
 }
 
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

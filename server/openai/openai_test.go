@@ -143,14 +143,18 @@ func TestMessageContent(t *testing.T) {
 		{"assistant", `null`, "", ""},
 		{"assistant", `[{"type":"refusal","refusal":"no"}]`, "no", ""},
 		{"user", `null`, "", "messages[0].content"},
-		{"user", `[{"type":"image_url","image_url":{"url":"x"}}]`, "", "messages[0].content[0]"},
-		{"user", `[{"type":"input_audio"}]`, "", "messages[0].content[0]"},
+		{"user", `[{"type":"image_url","image_url":{"url":"x"}}]`, "", "messages[0].content[0].image_url.url"},
+		{"user", `[{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]`, "", "messages[0].content[0].image_url.url"},
+		{"user", `[{"type":"image_url","image_url":{"url":"data:image/png;base64,R0lGODlhAQABAAAAACw="}}]`, "", "messages[0].content[0].image_url.url"},
+		{"user", `[{"type":"text","text":"a"},{"type":"image_url","image_url":"data:image/gif;base64,R0lGODlhAQABAAAAACw="},{"type":"text","text":"b"}]`, "a\nb", ""},
+		{"user", `[{"type":"input_audio"}]`, "", "messages[0].content[0].input_audio"},
+		{"user", `[{"type":"input_audio","input_audio":{"data":"AAAA","format":"mp3"}}]`, "", "messages[0].content[0].input_audio"},
 		{"user", `[{"text":"a"}]`, "", "messages[0].content[0].type"},
 		{"user", `[{"type":"video"}]`, "", "messages[0].content[0].type"},
 		{"user", `[1]`, "", "messages[0].content[0]"},
 		{"user", `5`, "", "messages[0].content"},
 	} {
-		got, err := messageContent(0, ChatMessage{Role: tc.role, Content: json.RawMessage(tc.content)}, "m")
+		got, _, err := messageContent(0, ChatMessage{Role: tc.role, Content: json.RawMessage(tc.content)})
 		if tc.param == "" && (err != nil || got != tc.want) {
 			t.Errorf("%s: %q %v", tc.content, got, err)
 		}

@@ -43,7 +43,7 @@ type indexed struct {
 // decode step and frees their slots.
 func (h *Handler) start(ctx context.Context, model string, reqs []*infer.Request, n int) (*gen, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	in, err := h.Infer.Acquire(ctx, model, reqs[0].Options, reqs[0].KeepAlive)
+	in, err := h.Infer.AcquireFor(ctx, reqs[0])
 	if err != nil {
 		cancel()
 		return nil, inferError(err, model)

@@ -54,6 +54,17 @@ type ContentPart struct {
 	Type    string `json:"type"`
 	Text    string `json:"text"`
 	Refusal string `json:"refusal"`
+	// ImageURL is an image_url part's {"url", "detail"} (a bare URL
+	// string is read too); the url must be a data URL.
+	ImageURL json.RawMessage `json:"image_url"`
+	// InputAudio is an input_audio part's audio.
+	InputAudio *InputAudio `json:"input_audio"`
+}
+
+// InputAudio is an input_audio part: base64 data in a format ("wav").
+type InputAudio struct {
+	Data   string `json:"data"`
+	Format string `json:"format"`
 }
 
 // ResponseFormat is response_format: text, json_object or json_schema.

@@ -14,6 +14,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/jobs"
+	"github.com/tadpole-llm/tadpole/server/media"
 )
 
 // Bounds of what a request may carry, OpenAI's where it has them.
@@ -257,16 +258,133 @@ func normalizeMessage(it *Item, p, model string) error {
 	if _, ok := roles[it.Role]; !ok {
 		return invalid(p+".role", "Invalid value for '%s.role': %q. Supported values are: 'user', 'assistant', 'system' and 'developer'.", p, trim(it.Role))
 	}
-	text, err := contentText(it.Content, p+".content", model)
-	if err != nil {
-		return err
-	}
 	typ := "input_text"
 	if it.Role == "assistant" {
 		typ = "output_text"
 	}
+	content := it.Content
+	images, err := imageParts(content, p+".content", typ)
+	if err != nil {
+		return err
+	}
+	if images != nil {
+		*it = Item{Type: "message", ID: orID(it.ID, "msg_"), Status: "completed", Role: it.Role, Content: images}
+		return nil
+	}
+	text, err := contentText(content, p+".content", model)
+	if err != nil {
+		return err
+	}
 	*it = Item{Type: "message", ID: orID(it.ID, "msg_"), Status: "completed", Role: it.Role, Content: parts(typ, text)}
 	return nil
+}
+
+// imageParts normalizes a user message's content that holds input_image
+// parts: its text parts (as textType) and images, in their order, each
+// image's data URL checked. nil when the content has no image: it is
+// then one text part (contentText).
+func imageParts(raw json.RawMessage, param, textType string) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	var ps []json.RawMessage
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &ps) != nil {
+		return nil, nil
+	}
+	var part struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Refusal  string          `json:"refusal"`
+		ImageURL json.RawMessage `json:"image_url"`
+		FileID   string          `json:"file_id"`
+		Detail   string          `json:"detail"`
+	}
+	has := false
+	for _, r := range ps {
+		part.Type = ""
+		if json.Unmarshal(r, &part) == nil && part.Type == "input_image" {
+			has = true
+		}
+	}
+	if !has {
+		return nil, nil
+	}
+	out := make([]Part, 0, len(ps))
+	for j, r := range ps {
+		pp := fmt.Sprintf("%s[%d]", param, j)
+		part.Type, part.Text, part.Refusal, part.ImageURL, part.FileID, part.Detail = "", "", "", nil, "", ""
+		if err := json.Unmarshal(r, &part); err != nil {
+			return nil, invalid(pp, "Invalid content part '%s': expected an object with a type.", pp)
+		}
+		switch part.Type {
+		case "input_image":
+			if textType != "input_text" {
+				return nil, invalid(pp+".type", "Invalid '%s.type': images may only be in user, system or developer messages.", pp)
+			}
+			var url string
+			if len(part.ImageURL) > 0 && json.Unmarshal(part.ImageURL, &url) != nil {
+				var obj struct {
+					URL string `json:"url"`
+				}
+				json.Unmarshal(part.ImageURL, &obj)
+				url = obj.URL
+			}
+			if url == "" {
+				if part.FileID != "" {
+					return nil, notSupported(pp+".file_id", "Files are not supported: send the image as a data URL in '%s.image_url'.", pp)
+				}
+				return nil, invalid(pp+".image_url", "Missing required parameter: '%s.image_url'.", pp)
+			}
+			if _, err := media.ImageURL(url); errors.Is(err, media.ErrRemoteURL) {
+				return nil, notSupported(pp+".image_url", "Invalid '%s.image_url': %v.", pp, err)
+			} else if err != nil {
+				return nil, invalid(pp+".image_url", "Invalid '%s.image_url': %v.", pp, err)
+			}
+			out = append(out, Part{Type: "input_image", ImageURL: url, Detail: part.Detail})
+		case "input_text", "output_text", "text":
+			out = append(out, Part{Type: textType, Text: part.Text})
+		case "refusal":
+			out = append(out, Part{Type: textType, Text: part.Refusal})
+		case "input_file":
+			return nil, notSupported(pp, "File input is not supported: send the file's text as input_text.")
+		case "input_audio":
+			return nil, notSupported(pp, "Audio input is not supported here: send it to /v1/chat/completions as an input_audio part.")
+		case "":
+			return nil, invalid(pp+".type", "Missing required parameter: '%s.type'.", pp)
+		default:
+			return nil, invalid(pp+".type", "Invalid value for '%s.type': %q. Supported values are: 'input_text', 'output_text', 'refusal', 'input_image' and 'input_file'.", pp, trim(part.Type))
+		}
+	}
+	js, err := json.Marshal(out)
+	return js, err
+}
+
+// itemMedia is a normalized message's text and its images placed in it
+// (input_image parts, whose data URLs were checked by normalize).
+func itemMedia(raw json.RawMessage, field string) (string, []infer.Media, []int) {
+	var ps []Part
+	if json.Unmarshal(raw, &ps) != nil {
+		return itemText(raw), nil, nil
+	}
+	var text strings.Builder
+	var imgs []infer.Media
+	var offsets []int
+	texts := 0
+	for j, p := range ps {
+		if p.Type == "input_image" {
+			data, err := media.ImageURL(p.ImageURL)
+			if err != nil {
+				continue // checked when it came in
+			}
+			imgs = append(imgs, infer.Media{Data: data, Field: fmt.Sprintf("%s.content[%d]", field, j)})
+			offsets = append(offsets, text.Len())
+			continue
+		}
+		if texts > 0 {
+			text.WriteByte('\n')
+		}
+		text.WriteString(p.Text)
+		texts++
+	}
+	return text.String(), imgs, offsets
 }
 
 // contentText is a message's text: its content string or its text parts
@@ -362,8 +480,9 @@ func itemText(raw json.RawMessage) string {
 // becomes the next assistant turn's thinking, function calls join the
 // assistant turn before them, and every function call output must answer
 // a call made earlier in the conversation.
-func messages(items []Item, offset int) ([]infer.Message, error) {
+func messages(items []Item, offset int) ([]infer.Message, infer.MediaInput, error) {
 	var out []infer.Message
+	var mi infer.MediaInput
 	names := map[string]string{} // call id → function name
 	thinking := ""
 	assistantOpen := false // the last turn is an assistant's that calls may join
@@ -372,7 +491,11 @@ func messages(items []Item, offset int) ([]infer.Message, error) {
 		switch it.Type {
 		case "message":
 			role := roles[it.Role]
-			m := infer.Message{Role: role, Content: itemText(it.Content)}
+			text, imgs, offsets := itemMedia(it.Content, p)
+			for k, img := range imgs {
+				mi.AddMessageMedia(len(out), offsets[k], img)
+			}
+			m := infer.Message{Role: role, Content: text}
 			if role == "assistant" {
 				m.Thinking, thinking = thinking, ""
 			}
@@ -396,7 +519,7 @@ func messages(items []Item, offset int) ([]infer.Message, error) {
 		case "function_call_output":
 			name, ok := names[it.CallID]
 			if !ok {
-				return nil, invalid(p+".call_id", "No tool call found for function call output with call_id %s.", trim(it.CallID))
+				return nil, mi, invalid(p+".call_id", "No tool call found for function call output with call_id %s.", trim(it.CallID))
 			}
 			var text string
 			json.Unmarshal(it.Output, &text)
@@ -404,7 +527,7 @@ func messages(items []Item, offset int) ([]infer.Message, error) {
 			assistantOpen = false
 		}
 	}
-	return out, nil
+	return out, mi, nil
 }
 
 // build makes the generation request.
@@ -414,9 +537,12 @@ func (h *Handler) build(p *prepared) error {
 	if req.Instructions != nil && *req.Instructions != "" {
 		msgs = append(msgs, infer.Message{Role: "system", Content: *req.Instructions})
 	}
-	conv, err := messages(append(append([]Item{}, p.history...), p.input...), len(p.history))
+	conv, mi, err := messages(append(append([]Item{}, p.history...), p.input...), len(p.history))
 	if err != nil {
 		return err
+	}
+	if len(msgs) > 0 && len(mi.MessageMedia) > 0 { // the instructions come first
+		mi.MessageMedia = append(make([][]infer.MediaRef, len(msgs)), mi.MessageMedia...)
 	}
 	msgs = append(msgs, conv...)
 	size := 0
@@ -473,7 +599,7 @@ func (h *Handler) build(p *prepared) error {
 		opts.NumPredict = int(*req.MaxOutputTokens)
 	}
 	p.ireq = &infer.Request{
-		Model: req.Model, Chat: true, Messages: msgs, Options: opts, Grammar: gram,
+		Model: req.Model, Chat: true, Messages: msgs, MediaInput: mi, Options: opts, Grammar: gram,
 		Tools: tools, ToolChoice: choice, ToolName: name, Think: think, TemplateVars: vars,
 	}
 	return nil

@@ -84,7 +84,7 @@ func (a *answer) start(ctx context.Context, priority int) (*gen, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	r := *a.p.ireq
 	r.Priority = priority
-	in, err := a.h.Infer.Acquire(ctx, r.Model, r.Options, r.KeepAlive)
+	in, err := a.h.Infer.AcquireFor(ctx, &r)
 	if err != nil {
 		cancel()
 		return nil, inferError(err, r.Model)

@@ -82,6 +82,9 @@ type Part struct {
 	Type        string          `json:"type"`
 	Text        string          `json:"text"`
 	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// ImageURL is an input_image part's image, a data URL.
+	ImageURL string `json:"image_url,omitempty"`
+	Detail   string `json:"detail,omitempty"`
 }
 
 // Response is the response object.

@@ -1,0 +1,291 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	ollama "github.com/ollama/ollama/api"
+	"github.com/ollama/ollama/types/model"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/gguf"
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/sched"
+)
+
+// Images and audio through every dialect, with the official clients,
+// against a real server: refused with a 400 naming the model for a
+// text-only model, naming the image for one that does not decode, and
+// over the limits; /api/show of a model with a projector.
+
+// writeTestProjector writes a minimal clip GGUF with a vision encoder:
+// enough for the store and /api/show (its metadata), not for loading.
+func writeTestProjector(t *testing.T, path string) {
+	t.Helper()
+	kvs := []gguf.KV{
+		{Key: "general.architecture", Value: "clip"},
+		{Key: "general.name", Value: "test projector"},
+		{Key: "clip.has_vision_encoder", Value: true},
+		{Key: "clip.has_audio_encoder", Value: false},
+		{Key: "clip.projector_type", Value: "mlp"},
+		{Key: "clip.vision.image_size", Value: uint32(28)},
+	}
+	tensors := []gguf.Tensor{{Name: "mm.0.weight", Dims: []uint64{4, 4}, Type: gguf.TensorType(0), Data: make([]byte, 64)}}
+	if err := gguf.WriteFile(path, kvs, tensors); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startMediaServer serves "stories" (text only) and "vis" (the bigram
+// chat model with a projector beside it, vis.mmproj.gguf), at most two
+// images a request.
+func startMediaServer(t *testing.T) *testServer {
+	t.Helper()
+	dir := t.TempDir()
+	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	if err := testmodels.WriteBigram(filepath.Join(dir, "vis.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	writeTestProjector(t, filepath.Join(dir, "vis.mmproj.gguf"))
+	srv := New(Config{ModelsDir: dir, MaxImages: 2,
+		Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
+	return serveForTest(t, srv)
+}
+
+// testPNG is a small valid PNG.
+func testPNG(t *testing.T) []byte {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, 4, 4))
+	for i := range 16 {
+		img.SetNRGBA(i%4, i/4, color.NRGBA{uint8(16 * i), 100, 200, 255})
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// hugePNG is a PNG header claiming 100000×100000 pixels, with no data.
+func hugePNG() []byte {
+	var b bytes.Buffer
+	b.WriteString("\x89PNG\r\n\x1a\n")
+	ihdr := make([]byte, 13)
+	binary.BigEndian.PutUint32(ihdr[0:], 100000)
+	binary.BigEndian.PutUint32(ihdr[4:], 100000)
+	ihdr[8], ihdr[9] = 8, 2
+	binary.Write(&b, binary.BigEndian, uint32(13))
+	chunk := append([]byte("IHDR"), ihdr...)
+	b.Write(chunk)
+	binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(chunk))
+	return b.Bytes()
+}
+
+func dataURL(b []byte) string { return "data:image/png;base64," + base64.StdEncoding.EncodeToString(b) }
+
+// ollamaStatus checks an Ollama client error's status and message.
+func ollamaStatus(t *testing.T, what string, err error, status int, want string) {
+	t.Helper()
+	var se ollama.StatusError
+	if !asStatus(err, &se) || se.StatusCode != status || !strings.Contains(se.ErrorMessage, want) {
+		t.Errorf("%s: %v, want %d containing %q", what, err, status, want)
+	}
+}
+
+// openaiStatus checks an OpenAI client error's status, param and message.
+func openaiStatus(t *testing.T, what string, err error, status int, param, want string) {
+	t.Helper()
+	var e *openai.Error
+	if !errors.As(err, &e) || e.StatusCode != status || e.Param != param || !strings.Contains(e.Message, want) {
+		t.Errorf("%s: %v, want %d param %q containing %q", what, err, status, param, want)
+	}
+}
+
+func TestMediaShowProjector(t *testing.T) {
+	ts := startMediaServer(t)
+	ctx := context.Background()
+	show, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "vis"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caps []string
+	for _, c := range show.Capabilities {
+		caps = append(caps, string(c))
+	}
+	if !slices.Contains(caps, "vision") || !slices.Contains(caps, "completion") || slices.Contains(caps, "audio") {
+		t.Errorf("capabilities %q", caps)
+	}
+	pi := show.ProjectorInfo
+	if pi["general.architecture"] != "clip" || pi["clip.has_vision_encoder"] != true || pi["clip.projector_type"] != "mlp" || pi["clip.vision.image_size"] != float64(28) {
+		t.Errorf("projector_info %v", pi)
+	}
+	if strings.Count(show.Modelfile, "\nFROM ") != 2 || !strings.Contains(show.Modelfile, "vis.mmproj.gguf") {
+		t.Errorf("modelfile:\n%s", show.Modelfile)
+	}
+	text, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "stories"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text.ProjectorInfo != nil || slices.ContainsFunc(text.Capabilities, func(c model.Capability) bool { return c == "vision" }) {
+		t.Errorf("stories: capabilities %v, projector_info %v", text.Capabilities, text.ProjectorInfo)
+	}
+	// The projector file is no model of its own.
+	list, err := ts.Client.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range list.Models {
+		names = append(names, m.Name)
+	}
+	if !slices.Equal(names, []string{"stories:latest", "vis:latest"}) {
+		t.Errorf("tags %q", names)
+	}
+	oa := oaClient(ts)
+	models, err := oa.Models.List(ctx)
+	if err != nil || len(models.Data) != 2 {
+		t.Errorf("/v1/models: %v %v", models, err)
+	}
+}
+
+func TestMediaTextOnlyModel(t *testing.T) {
+	ts := startMediaServer(t)
+	ctx := context.Background()
+	img := testPNG(t)
+	want := `model "stories" does not support images`
+
+	// Ollama: /api/generate and /api/chat.
+	err := ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "stories", Prompt: "What is this?", Images: []ollama.ImageData{img}, Stream: ptr(false)},
+		func(ollama.GenerateResponse) error { return nil })
+	ollamaStatus(t, "generate", err, http.StatusBadRequest, want)
+	err = ts.Client.Chat(ctx, &ollama.ChatRequest{Model: "stories", Stream: ptr(false), Messages: []ollama.Message{{Role: "user", Content: "What is this?", Images: []ollama.ImageData{img}}}},
+		func(ollama.ChatResponse) error { return nil })
+	ollamaStatus(t, "chat", err, http.StatusBadRequest, want)
+
+	// OpenAI: an image_url part.
+	oa := oaClient(ts)
+	_, err = oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "stories", Messages: []openai.ChatCompletionMessageParamUnion{
+		openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+			openai.TextContentPart("What is this?"),
+			openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL(img)}),
+		}),
+	}})
+	openaiStatus(t, "openai", err, http.StatusBadRequest, "", want)
+
+	// Anthropic: an image block.
+	an := anClient(ts)
+	_, err = an.Messages.New(ctx, anthropic.MessageNewParams{Model: "stories", MaxTokens: 5, Messages: []anthropic.MessageParam{
+		anthropic.NewUserMessage(anthropic.NewTextBlock("What is this?"), anthropic.NewImageBlockBase64("image/png", base64.StdEncoding.EncodeToString(img))),
+	}})
+	anAPIError(t, err, http.StatusBadRequest, "invalid_request_error", want)
+
+	// Responses: an input_image part.
+	_, err = oa.Responses.New(ctx, responses.ResponseNewParams{Model: "stories", Store: openai.Bool(false), Input: items(
+		responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
+			{OfInputText: &responses.ResponseInputTextParam{Text: "What is this?"}},
+			{OfInputImage: &responses.ResponseInputImageParam{ImageURL: openai.String(dataURL(img))}},
+		}, responses.EasyInputMessageRoleUser))})
+	openaiStatus(t, "responses", err, http.StatusBadRequest, "", want)
+
+	// Audio to a model without an audio encoder.
+	wav := []byte("RIFF\x28\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x80\x3e\x00\x00\x00\x7d\x00\x00\x02\x00\x10\x00data\x04\x00\x00\x00\x01\x00\x02\x00")
+	_, err = oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "vis", Messages: []openai.ChatCompletionMessageParamUnion{
+		openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+			openai.InputAudioContentPart(openai.ChatCompletionContentPartInputAudioInputAudioParam{Data: base64.StdEncoding.EncodeToString(wav), Format: "wav"}),
+		}),
+	}})
+	openaiStatus(t, "audio", err, http.StatusBadRequest, "", `model "vis" does not support audio: its projector has no audio encoder`)
+
+	// Refused before loading: no model was loaded only to refuse.
+	if loaded := ts.srv.sched.Loaded(); len(loaded) != 0 {
+		t.Errorf("%d models loaded", len(loaded))
+	}
+}
+
+func TestMediaBadImages(t *testing.T) {
+	ts := startMediaServer(t)
+	ctx := context.Background()
+	img := testPNG(t)
+	corrupt := append(append([]byte{}, img[:20]...), bytes.Repeat([]byte{7}, 40)...)
+	gen := func(images ...[]byte) error {
+		var ims []ollama.ImageData
+		for _, b := range images {
+			ims = append(ims, b)
+		}
+		return ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "vis", Prompt: "What is this?", Images: ims, Stream: ptr(false)},
+			func(ollama.GenerateResponse) error { return nil })
+	}
+	// Which image failed, and why, by its field.
+	ollamaStatus(t, "corrupt", gen(img, corrupt), http.StatusBadRequest, "images[1]: corrupt or truncated PNG image")
+	ollamaStatus(t, "huge", gen(hugePNG()), http.StatusBadRequest, "images[0]: PNG image is 100000×100000 pixels, more than the limit of 50000000 pixels")
+	ollamaStatus(t, "not an image", gen([]byte("hello, world")), http.StatusBadRequest, "images[0]: unsupported image format")
+	ollamaStatus(t, "too many", gen(img, img, img), http.StatusBadRequest, "too many images: the request has 3 images and audio clips, at most 2 are allowed")
+	err := ts.Client.Chat(ctx, &ollama.ChatRequest{Model: "vis", Stream: ptr(false), Messages: []ollama.Message{
+		{Role: "user", Content: "a", Images: []ollama.ImageData{img}},
+		{Role: "assistant", Content: "b"},
+		{Role: "user", Content: "c", Images: []ollama.ImageData{corrupt}},
+	}}, func(ollama.ChatResponse) error { return nil })
+	ollamaStatus(t, "chat corrupt", err, http.StatusBadRequest, "messages[2].images[0]: corrupt or truncated PNG image")
+
+	// A data URL whose type is not its content's, in Ollama's images.
+	resp := postJSON(t, ts.URL+"/api/generate", `{"model":"vis","prompt":"x","stream":false,"images":["data:image/jpeg;base64,`+base64.StdEncoding.EncodeToString(img)+`"]}`)
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	body := string(raw)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "images[0]: the data URL says image/jpeg but the data is a PNG image") {
+		t.Errorf("wrong type: %d %s", resp.StatusCode, body)
+	}
+
+	// OpenAI: the part named, an http URL refused, a corrupt image named.
+	oa := oaClient(ts)
+	chat := func(url string) error {
+		_, err := oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "vis", Messages: []openai.ChatCompletionMessageParamUnion{
+			openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+				openai.TextContentPart("What is this?"),
+				openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: url}),
+			}),
+		}})
+		return err
+	}
+	openaiStatus(t, "openai corrupt", chat(dataURL(corrupt)), http.StatusBadRequest, "messages[0].content[1]", "messages[0].content[1]: corrupt or truncated PNG image")
+	openaiStatus(t, "openai http", chat("https://example.com/cat.png"), http.StatusBadRequest, "messages[0].content[1].image_url.url", "image URLs are not fetched")
+	openaiStatus(t, "openai type", chat("data:image/gif;base64,"+base64.StdEncoding.EncodeToString(img)), http.StatusBadRequest,
+		"messages[0].content[1].image_url.url", "the data URL says image/gif but the data is a PNG image")
+
+	// Anthropic: a media_type that is not the data's.
+	an := anClient(ts)
+	_, err = an.Messages.New(ctx, anthropic.MessageNewParams{Model: "vis", MaxTokens: 5, Messages: []anthropic.MessageParam{
+		anthropic.NewUserMessage(anthropic.NewImageBlockBase64("image/webp", base64.StdEncoding.EncodeToString(img))),
+	}})
+	anAPIError(t, err, http.StatusBadRequest, "invalid_request_error", "messages[0].content[0].source: the data URL says image/webp but the data is a PNG image")
+	_, err = an.Messages.New(ctx, anthropic.MessageNewParams{Model: "vis", MaxTokens: 5, Messages: []anthropic.MessageParam{
+		anthropic.NewUserMessage(anthropic.NewImageBlockBase64("image/png", base64.StdEncoding.EncodeToString(corrupt))),
+	}})
+	anAPIError(t, err, http.StatusBadRequest, "invalid_request_error", "messages[0].content[0]: corrupt or truncated PNG image")
+
+	// Responses: a corrupt image is named by its message.
+	_, err = oa.Responses.New(ctx, responses.ResponseNewParams{Model: "vis", Store: openai.Bool(false), Input: items(
+		responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
+			{OfInputImage: &responses.ResponseInputImageParam{ImageURL: openai.String(dataURL(corrupt))}},
+		}, responses.EasyInputMessageRoleUser))})
+	openaiStatus(t, "responses corrupt", err, http.StatusBadRequest, "input[0].content[0]", "input[0].content[0]: corrupt or truncated PNG image")
+}
