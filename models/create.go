@@ -297,6 +297,13 @@ func ggufMediaType(p, want string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if want == MediaTypeModel && !f.IsModel() {
+		typ, _ := f.String("general.type")
+		if typ == "" {
+			typ = f.Architecture()
+		}
+		return "", fmt.Errorf("the first FROM must be a language model, and this GGUF is a %s (a projector or adapter comes in a second FROM, after its model): %w", typ, ErrInvalidModel)
+	}
 	if want != "" {
 		return want, nil
 	}

@@ -196,6 +196,10 @@ func TestCreateProjectorLayer(t *testing.T) {
 	}
 	// Only one model per manifest: a projector cannot be the base, and a
 	// second model is refused.
+	err = s.Create("projfirst", mustParse(t, "FROM "+proj+"\n"), nil)
+	if err == nil || !errors.Is(err, ErrInvalidModel) || !strings.Contains(err.Error(), "the first FROM must be a language model, and this GGUF is a clip") {
+		t.Errorf("projector first: %v", err)
+	}
 	err = s.Create("twomodels", mustParse(t, fmt.Sprintf("FROM %s\nFROM %s\n", filepath.Join(src, "text.gguf"), filepath.Join(src, "text.gguf"))), nil)
 	if err == nil || !strings.Contains(err.Error(), "a second FROM must be a projector or adapter GGUF") {
 		t.Errorf("two models: %v", err)

@@ -3,15 +3,18 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -288,4 +291,49 @@ func TestMediaBadImages(t *testing.T) {
 			{OfInputImage: &responses.ResponseInputImageParam{ImageURL: openai.String(dataURL(corrupt))}},
 		}, responses.EasyInputMessageRoleUser))})
 	openaiStatus(t, "responses corrupt", err, http.StatusBadRequest, "input[0].content[0]", "input[0].content[0]: corrupt or truncated PNG image")
+}
+
+// /api/create with files (Ollama's way to create a vision model: the
+// model and its projector uploaded as blobs) makes a projector layer,
+// whatever the file names' order; a projector alone is refused.
+func TestMediaCreateWithProjector(t *testing.T) {
+	ts := startMediaServer(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	modelPath, projPath := filepath.Join(dir, "model.gguf"), filepath.Join(dir, "mmproj.gguf")
+	if err := testmodels.WriteBigram(modelPath); err != nil {
+		t.Fatal(err)
+	}
+	writeTestProjector(t, projPath)
+	upload := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := fmt.Sprintf("sha256:%x", sha256.Sum256(b))
+		if err := ts.Client.CreateBlob(ctx, d, bytes.NewReader(b)); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	md, pd := upload(modelPath), upload(projPath)
+	// "a-mmproj.gguf" sorts before "model.gguf".
+	err := ts.Client.Create(ctx, &ollama.CreateRequest{Model: "uploaded", Files: map[string]string{"a-mmproj.gguf": pd, "model.gguf": md}},
+		func(ollama.ProgressResponse) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	show, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "uploaded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(show.Capabilities, model.Capability("vision")) || show.ProjectorInfo["clip.projector_type"] != "mlp" || show.Details.Family != "llama" {
+		t.Errorf("uploaded: capabilities %v, projector_info %v, details %+v", show.Capabilities, show.ProjectorInfo, show.Details)
+	}
+	if strings.Count(show.Modelfile, "\nFROM ") != 2 {
+		t.Errorf("modelfile:\n%s", show.Modelfile)
+	}
+	err = ts.Client.Create(ctx, &ollama.CreateRequest{Model: "projonly", Files: map[string]string{"mmproj.gguf": pd}},
+		func(ollama.ProgressResponse) error { return nil })
+	ollamaStatus(t, "projector alone", err, http.StatusBadRequest, "the first FROM must be a language model")
 }

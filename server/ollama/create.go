@@ -87,9 +87,14 @@ func (h *Handler) create(c echo.Context) error {
 // before any progress is streamed: a streamed create has already sent
 // its 200. Store.Create checks again, for what a Modelfile imports.
 func (h *Handler) checkGGUFs(mf *models.Modelfile) error {
+	first := true
 	for _, cmd := range mf.Commands {
 		if cmd.Name != models.CmdFrom && cmd.Name != models.CmdAdapter {
 			continue
+		}
+		base := first && cmd.Name == models.CmdFrom
+		if base {
+			first = false
 		}
 		var err error
 		if d := strings.TrimPrefix(cmd.Value, "@"); models.ValidDigest(d) {
@@ -97,6 +102,16 @@ func (h *Handler) checkGGUFs(mf *models.Modelfile) error {
 				continue // storeReference says so
 			}
 			err = h.Store.CheckBlob(d)
+			if p, perr := h.Store.BlobPath(d); err == nil && perr == nil && base {
+				// A projector or adapter cannot be the model.
+				if f, ferr := gguf.Open(p); ferr == nil && !f.IsModel() {
+					typ, _ := f.String("general.type")
+					if typ == "" || typ == "model" {
+						typ = f.Architecture()
+					}
+					return errorf(http.StatusBadRequest, "FROM %s: the first FROM must be a language model, and this GGUF is a %s (a projector or adapter comes after its model)", cmd.Value, typ)
+				}
+			}
 		} else {
 			_, err = h.Store.Resolve(cmd.Value)
 		}
