@@ -5,9 +5,12 @@
 //	go run ./scripts/genmodel -kind llama1b -type q4_0 -o /tmp/llama1b-q4_0.gguf
 //	go run ./scripts/genmodel -kind small -type f16 -seed 7 -o /tmp/small.gguf
 //	go run ./scripts/genmodel -kind reranker -o /tmp/reranker.gguf
+//	go run ./scripts/genmodel -kind vision -o /tmp/vision.gguf
 //
 // Kinds: bigram (known greedy answers, always F32), reranker (a BERT
-// reranker with known scores, always F32), llama1b, small and tiny
+// reranker with known scores, always F32), vision (a tiny random text
+// model and its LLaVA-style projector, written beside it as
+// NAME.mmproj.gguf for -o NAME.gguf; always F32), llama1b, small and tiny
 // (random weights of -type f32, f16, q8_0 or q4_0).
 package main
 
@@ -23,7 +26,7 @@ import (
 )
 
 func main() {
-	kind := flag.String("kind", "bigram", "model: bigram, reranker, llama1b, smol135m, small or tiny")
+	kind := flag.String("kind", "bigram", "model: bigram, reranker, vision, llama1b, smol135m, small or tiny")
 	typ := flag.String("type", "q4_0", "weight type of the random models: f32, f16, q8_0 or q4_0")
 	seed := flag.Int64("seed", 1, "seed of the random models")
 	out := flag.String("o", "", "output file (required)")
@@ -46,6 +49,13 @@ func run(kind, typ string, seed int64, out string) error {
 		err = testmodels.WriteBigram(out)
 	case "reranker":
 		err = testmodels.WriteReranker(out)
+	case "vision":
+		proj := strings.TrimSuffix(out, ".gguf") + ".mmproj.gguf"
+		if err = testmodels.WriteVision(out, proj); err == nil {
+			if fi, serr := os.Stat(proj); serr == nil {
+				fmt.Printf("wrote %s: %d bytes\n", proj, fi.Size())
+			}
+		}
 	case "llama1b", "smol135m", "small", "tiny":
 		shape := map[string]testmodels.Shape{
 			"llama1b": testmodels.Llama1B, "smol135m": testmodels.Smol135M, "small": testmodels.Small, "tiny": testmodels.Tiny,
@@ -65,7 +75,7 @@ func run(kind, typ string, seed int64, out string) error {
 		}
 		err = testmodels.WriteRandomLlama(out, shape, t, seed)
 	default:
-		return fmt.Errorf("unknown -kind %q (bigram, reranker, llama1b, smol135m, small, tiny)", kind)
+		return fmt.Errorf("unknown -kind %q (bigram, reranker, vision, llama1b, smol135m, small, tiny)", kind)
 	}
 	if err != nil {
 		return err
