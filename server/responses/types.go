@@ -87,6 +87,24 @@ type Part struct {
 	Detail   string `json:"detail,omitempty"`
 }
 
+// MarshalJSON writes an input_image part as OpenAI does (no text) and
+// other parts as they are.
+func (p Part) MarshalJSON() ([]byte, error) {
+	if p.Type == "input_image" {
+		detail := p.Detail
+		if detail == "" {
+			detail = "auto"
+		}
+		return json.Marshal(struct {
+			Type     string `json:"type"`
+			ImageURL string `json:"image_url"`
+			Detail   string `json:"detail"`
+		}{p.Type, p.ImageURL, detail})
+	}
+	type plain Part
+	return json.Marshal(plain(p))
+}
+
 // Response is the response object.
 type Response struct {
 	ID                 string            `json:"id"`
