@@ -205,3 +205,21 @@ func TestCreateProjectorLayer(t *testing.T) {
 		t.Errorf("two models: %v", err)
 	}
 }
+
+// The generated vision model (testmodels.WriteVision) pairs by name and
+// its projector passes the store's check.
+func TestGeneratedVisionModel(t *testing.T) {
+	s := newStore(t)
+	proj := filepath.Join(s.Dir, "tiny-vision.mmproj.gguf")
+	if err := testmodels.WriteVision(filepath.Join(s.Dir, "tiny-vision.gguf"), proj); err != nil {
+		t.Fatal(err)
+	}
+	e := mustResolve(t, s, "tiny-vision")
+	if e.Projector() != proj {
+		t.Fatalf("Projectors = %q", e.Projectors)
+	}
+	pi, err := ReadProjector(proj)
+	if err != nil || !pi.Vision || pi.Audio || pi.Type == "" || pi.KV["general.architecture"] != "clip" {
+		t.Errorf("ReadProjector = %+v, %v", pi, err)
+	}
+}
