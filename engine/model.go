@@ -255,3 +255,13 @@ func (m *Model) readMetadata() Metadata {
 	}
 	return md
 }
+
+// Native is the model's llama_model pointer, for a cgo binding in another
+// package that passes it to llama.cpp's companion libraries (engine/mtmd);
+// nil for a nil or closed model. The model must outlive every use.
+func (m *Model) Native() unsafe.Pointer {
+	if m == nil || m.c == nil {
+		return nil
+	}
+	return unsafe.Pointer(m.c)
+}

@@ -113,18 +113,11 @@ func Load(path string, model *engine.Model, o Options) (*Projector, error) {
 	return p, nil
 }
 
-// nativeModel is the model's llama_model pointer, nil for a nil or closed
-// model. engine.Model keeps it as its first field (c); engine has no
-// accessor yet, so it is read here and checked against the model's own
+// nativeModel is the model's llama_model pointer (engine.Model.Native),
+// nil for a nil or closed model, cross-checked against the model's own
 // answers before use.
-//
-// TODO(lead): replace with an engine accessor (e.g. func (m *Model)
-// Native() unsafe.Pointer) and drop this read.
 func nativeModel(m *engine.Model) unsafe.Pointer {
-	if m == nil {
-		return nil
-	}
-	ptr := *(*unsafe.Pointer)(unsafe.Pointer(m))
+	ptr := m.Native()
 	if ptr == nil {
 		return nil
 	}

@@ -174,9 +174,14 @@ func (s *Stream) GenerateFinal(ev infer.Event, d chatparse.Delta) api.GenerateRe
 	if s.gen == nil {
 		return api.GenerateResponse{Model: s.call.model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: loadReason(s.call.ireq.KeepAlive)}
 	}
-	ctxTokens := make([]int, len(ev.Tokens))
-	for i, t := range ev.Tokens {
-		ctxTokens[i] = int(t)
+	// An image's positions hold placeholders (negative values, never token
+	// ids): they are left out, so a context sent back is text only and the
+	// engine accepts it; the image itself is not carried over.
+	ctxTokens := make([]int, 0, len(ev.Tokens))
+	for _, t := range ev.Tokens {
+		if t >= 0 {
+			ctxTokens = append(ctxTokens, int(t))
+		}
 	}
 	return api.GenerateResponse{
 		Model: s.call.model, CreatedAt: time.Now().UTC(), Response: d.Content, Thinking: d.Thinking, Done: true, DoneReason: ev.DoneReason,
