@@ -212,6 +212,7 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 	}
 	name := entry.Name.String()
 	key := sched.KeyFor(entry.Path, opts)
+	key.Projector = entry.Projector()
 	si, loadDur, err := s.Sched.Acquire(ctx, name, key)
 	if err != nil {
 		var re *engine.RangeError
@@ -300,11 +301,23 @@ func entryOptionsFrom(entry models.Entry, opts api.Options) (api.Options, error)
 // Its metrics, spans and per-key usage are recorded when it ends, read or
 // not.
 func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Stream, error) {
-	if err := req.CheckMedia(in.Entry, s.MediaLimits); err != nil {
+	lim := s.MediaLimits
+	if in.Projector != nil && in.Projector.AudioRate() > 0 {
+		lim.AudioRate = in.Projector.AudioRate()
+	}
+	if err := req.CheckMedia(in.Entry, lim); err != nil {
 		return nil, err
 	}
 	req = withModelDefaults(req, in.Entry)
-	tokens, out, err := render(in.Model, req)
+	var tokens []engine.Token
+	var embeds []runner.Embeds
+	var out chatparse.Options
+	var err error
+	if len(req.Media) > 0 {
+		tokens, embeds, out, err = mediaPrompt(in, req) // mediaprompt.go
+	} else {
+		tokens, out, err = render(in.Model, req)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +338,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 	}
 	gen, err := in.Runner.Generate(ctx, runner.Request{
 		Prompt:      tokens,
+		Embeds:      embeds,
 		NumCtx:      in.Window,
 		Sampling:    samplerParams(o, grammar, req.LogitBias),
 		NumPredict:  o.NumPredict,
@@ -386,6 +400,10 @@ func withModelDefaults(req *Request, e models.Entry) *Request {
 			msgs = append(msgs, Message{Role: m.Role, Content: m.Content})
 		}
 		r.Messages = append(msgs, r.Messages...)
+		if len(r.MessageMedia) > 0 {
+			// The MESSAGE turns go first: the media stay with their messages.
+			r.MessageMedia = append(make([][]MediaRef, len(e.Messages)), r.MessageMedia...)
+		}
 	}
 	return &r
 }
@@ -408,34 +426,18 @@ func Prompt(m *engine.Model, req *Request) ([]engine.Token, error) {
 
 // render is Prompt, with how to parse the output of a chat.
 func render(m *engine.Model, req *Request) ([]engine.Token, chatparse.Options, error) {
-	var out chatparse.Options
-	if m.IsReranker() {
-		// A reranker's head scores pairs; it has no output layer, so a
-		// generation would sample from logits llama.cpp never writes.
-		return nil, out, Errorf(BadRequest, "model %q is a reranker: it scores query/document pairs (/v1/rerank, /api/rerank) and does not generate", req.Model)
-	}
 	if !req.Chat && req.Suffix != "" {
+		if err := checkGenerates(m, req); err != nil {
+			return nil, chatparse.Options{}, err
+		}
 		toks, err := fimPrompt(m, req)
-		return toks, out, err
+		return toks, chatparse.Options{}, err
 	}
-	if req.Think != nil && *req.Think && !req.Raw &&
-		!slices.Contains(TemplateCapabilities(req.Template, m.Meta.ChatTemplate, m.Meta.ChatTemplates["tool_use"]), "thinking") {
-		return nil, out, Errorf(BadRequest, "model %q does not support thinking", req.Model)
-	}
-	var text string
-	var err error
-	if req.Chat {
-		text, out, err = chatPrompt(m, req)
-	} else {
-		text, out, err = completionPrompt(m, req)
-	}
+	text, out, err := renderText(m, req)
 	if err != nil {
 		return nil, out, err
 	}
-	var tokens []engine.Token
-	for _, t := range req.Context {
-		tokens = append(tokens, engine.Token(t))
-	}
+	tokens := contextTokens(req)
 	more, err := m.Tokenize(text, len(tokens) == 0, true)
 	if err != nil {
 		return nil, out, Errorf(BadRequest, "%v", err)
@@ -445,6 +447,43 @@ func render(m *engine.Model, req *Request) ([]engine.Token, chatparse.Options, e
 		return nil, out, Errorf(BadRequest, "the prompt is empty after tokenization")
 	}
 	return tokens, out, nil
+}
+
+// checkGenerates refuses a model that cannot generate.
+func checkGenerates(m *engine.Model, req *Request) error {
+	if m.IsReranker() {
+		// A reranker's head scores pairs; it has no output layer, so a
+		// generation would sample from logits llama.cpp never writes.
+		return Errorf(BadRequest, "model %q is a reranker: it scores query/document pairs (/v1/rerank, /api/rerank) and does not generate", req.Model)
+	}
+	return nil
+}
+
+// renderText is the prompt's text (before tokenization) and how to parse
+// a chat's output.
+func renderText(m *engine.Model, req *Request) (string, chatparse.Options, error) {
+	var out chatparse.Options
+	if err := checkGenerates(m, req); err != nil {
+		return "", out, err
+	}
+	if req.Think != nil && *req.Think && !req.Raw &&
+		!slices.Contains(TemplateCapabilities(req.Template, m.Meta.ChatTemplate, m.Meta.ChatTemplates["tool_use"]), "thinking") {
+		return "", out, Errorf(BadRequest, "model %q does not support thinking", req.Model)
+	}
+	if req.Chat {
+		return chatPrompt(m, req)
+	}
+	return completionPrompt(m, req)
+}
+
+// contextTokens are the tokens of an earlier answer's context, which go
+// first.
+func contextTokens(req *Request) []engine.Token {
+	var tokens []engine.Token
+	for _, t := range req.Context {
+		tokens = append(tokens, engine.Token(t))
+	}
+	return tokens
 }
 
 // fimPrompt is a fill-in-the-middle prompt in prefix-suffix-middle order:

@@ -107,13 +107,7 @@ func (r *Request) CheckMedia(e models.Entry, lim MediaLimits) error {
 	r.Media = slices.Clone(r.Media)
 	for i := range r.Media {
 		m := &r.Media[i]
-		field := m.Field
-		if field == "" {
-			field = fmt.Sprintf("image %d", i+1)
-			if m.Audio {
-				field = fmt.Sprintf("audio clip %d", i+1)
-			}
-		}
+		field := mediaName(*m, i)
 		var err error
 		if m.Audio {
 			m.PCM, err = media.DecodeWAV(m.Data, rate)

@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"math/bits"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -89,6 +90,27 @@ func (e *Estimate) AddEmbedding(numCtx int) error {
 		return fmt.Errorf("memory estimate overflows (embedding context of %d tokens)", numCtx)
 	}
 	e.EmbedKVBytesPerLayer, e.EmbedComputeBytes = kv, compute
+	return nil
+}
+
+// AddProjector counts a multimodal projector loaded beside the model:
+// its weights (the file's size) and a compute allowance of a quarter of
+// them for encoding one image. They are counted with the tensors that
+// stay on the CPU: mtmd places the projector itself, on the GPU when the
+// model's layers are, and the estimate errs towards the host. A rough
+// bound, not a measurement.
+func (e *Estimate) AddProjector(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("projector: %w", err)
+	}
+	var c sizeCalc
+	size := uint64(fi.Size())
+	in := c.add(e.InputBytes, c.add(size, size/4))
+	if c.overflow {
+		return fmt.Errorf("memory estimate overflows (projector of %d bytes)", size)
+	}
+	e.InputBytes = in
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/gpu"
+	"github.com/tadpole-llm/tadpole/engine/mtmd"
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/server/api"
@@ -58,6 +59,9 @@ const MaxCtxCap = 1 << 20
 // instance Acquire returns has at least that much.
 type Key struct {
 	Path string
+	// Projector is the multimodal projector loaded beside the model (its
+	// mmproj GGUF; "" for a text-only model).
+	Projector string
 	// Version is the file's version (fileVersion); Acquire sets it.
 	Version   string
 	NumCtx    int
@@ -81,10 +85,13 @@ func KeyFor(path string, o api.Options) Key {
 
 // Instance is a loaded model with its runner.
 type Instance struct {
-	Key          Key
-	Name         string
-	Model        *engine.Model
-	Runner       *runner.Runner
+	Key    Key
+	Name   string
+	Model  *engine.Model
+	Runner *runner.Runner
+	// Projector encodes images and audio for the model (nil without
+	// one); loaded and freed with it.
+	Projector    *mtmd.Projector
 	LoadDuration time.Duration
 	LoadedAt     time.Time
 	Placement    Placement
@@ -214,6 +221,9 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 				// pushes a loaded instance past the memory it was placed in.
 				err = e.AddEmbedding(key.NumCtx)
 			}
+			if err == nil && key.Projector != "" {
+				err = e.AddProjector(key.Projector)
+			}
 			if err != nil {
 				return nil, 0, fmt.Errorf("load %s: %w", key.Path, err)
 			}
@@ -255,7 +265,7 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 
 		t0 := time.Now()
 		before := s.gpuFree(place.GPUs)
-		in.Model, in.Runner, in.err = s.load(key, key.NumCtx, place)
+		in.Model, in.Runner, in.Projector, in.err = s.load(key, key.NumCtx, place)
 		in.LoadDuration = time.Since(t0)
 		in.LoadedAt = time.Now()
 		close(in.ready)
@@ -356,27 +366,38 @@ func (s *Scheduler) busyLocked() bool {
 	return false
 }
 
-func (s *Scheduler) load(key Key, nctx int, place Placement) (*engine.Model, *runner.Runner, error) {
+func (s *Scheduler) load(key Key, nctx int, place Placement) (*engine.Model, *runner.Runner, *mtmd.Projector, error) {
 	m, err := engine.LoadModel(key.Path, engine.ModelParams{
 		GPULayers: place.GPULayers, MainGPU: mainGPU(key, place), TensorSplit: place.TensorSplit,
 		NoMMap: key.NoMMap, MLock: key.MLock,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	threads := key.NumThread
 	if threads <= 0 {
 		threads = s.cfg.Threads
+	}
+	var proj *mtmd.Projector
+	if key.Projector != "" {
+		// On the GPU when the model's layers are (mtmd falls back to the
+		// CPU without a GPU backend).
+		proj, err = mtmd.Load(key.Projector, m, mtmd.Options{Threads: threads, GPU: place.GPULayers != 0})
+		if err != nil {
+			m.Close()
+			return nil, nil, nil, fmt.Errorf("load %s: projector: %w", key.Path, err)
+		}
 	}
 	r, err := runner.New(m, runner.Config{
 		Parallel: s.cfg.Parallel, NumCtx: nctx, NumBatch: key.NumBatch,
 		Threads: threads, FlashAttn: s.cfg.FlashAttn, KVType: s.cfg.KVType,
 	})
 	if err != nil {
+		proj.Close()
 		m.Close()
-		return nil, nil, fmt.Errorf("load %s: %w", key.Path, err)
+		return nil, nil, nil, fmt.Errorf("load %s: %w", key.Path, err)
 	}
-	return m, r, nil
+	return m, r, proj, nil
 }
 
 func mainGPU(key Key, p Placement) int {
@@ -443,6 +464,7 @@ func (s *Scheduler) unloadLocked(in *Instance) {
 	if in.Runner != nil {
 		in.Runner.Close()
 	}
+	in.Projector.Close() // nil-safe; before the model it encodes for
 	if in.Model != nil {
 		in.Model.Close()
 	}

@@ -1,0 +1,148 @@
+package infer
+
+import (
+	"encoding/binary"
+	"strconv"
+	"strings"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/engine/mtmd"
+	"github.com/tadpole-llm/tadpole/engine/runner"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
+)
+
+// mediaPrompt renders and tokenizes a prompt with images or audio (their
+// Media already decoded by CheckMedia) through the instance's projector:
+//
+//  1. mtmd's marker is written into the text where each medium goes (in a
+//     chat message at its MediaRef offset, in a completion before the
+//     prompt, as Ollama places /api/generate's images), and the text is
+//     rendered as any prompt is (template, chat template, thinking);
+//  2. mtmd tokenizes it into text chunks and media chunks, each medium
+//     replaced by the tokens the model's template family uses around it;
+//  3. each media chunk is encoded here, in the request's goroutine (one
+//     encode at a time per projector), so the batching loop only decodes
+//     the resulting embeddings: a span of the runner request
+//     (runner.Embeds) whose prompt positions hold placeholders derived
+//     from the medium's hash, so the prefix cache reuses an image only for
+//     the same pixels.
+func mediaPrompt(in *Instance, req *Request) ([]engine.Token, []runner.Embeds, chatparse.Options, error) {
+	var out chatparse.Options
+	proj := in.Projector
+	if proj == nil {
+		return nil, nil, out, Errorf(BadRequest, "model %q does not support images: it has no projector", req.Model)
+	}
+	if !req.Chat && req.Suffix != "" {
+		return nil, nil, out, Errorf(BadRequest, "suffix (fill-in-the-middle) cannot be combined with images")
+	}
+	if proj.MRoPE() {
+		// Qwen2-VL-style projectors place an image on a 2-D grid of
+		// positions; the runner's spans take one position per row.
+		return nil, nil, out, Errorf(BadRequest, "model %q: its projector (%s) uses M-RoPE image positions, which are not supported yet", req.Model, proj.Type())
+	}
+	marked, order := withMarkers(req)
+	text, out, err := renderText(in.Model, marked)
+	if err != nil {
+		return nil, nil, out, err
+	}
+	media := make([]*mtmd.Media, 0, len(order))
+	defer func() {
+		for _, m := range media {
+			m.Close()
+		}
+	}()
+	for _, i := range order {
+		m, err := newMedia(&req.Media[i])
+		if err != nil {
+			return nil, nil, out, &ParamError{Param: req.Media[i].Field, Message: mediaName(req.Media[i], i) + ": " + err.Error()}
+		}
+		media = append(media, m)
+	}
+	tokens := contextTokens(req)
+	chunks, err := proj.Tokenize(text, media, len(tokens) == 0, true)
+	if err != nil {
+		return nil, nil, out, Errorf(BadRequest, "%v", err)
+	}
+	defer mtmd.CloseChunks(chunks)
+	var embeds []runner.Embeds
+	for ci, c := range chunks {
+		if c.Media == nil {
+			tokens = append(tokens, c.Text...)
+			continue
+		}
+		data, err := proj.Encode(c.Media)
+		if err != nil {
+			return nil, nil, out, Errorf(Internal, "encode media: %v", err)
+		}
+		embeds = append(embeds, runner.Embeds{Start: len(tokens), Data: data, N: c.Media.NTokens, NonCausal: proj.NonCausal()})
+		for p := range c.Media.NTokens {
+			tokens = append(tokens, placeholder(c.Media.Hash, ci, p))
+		}
+	}
+	return tokens, embeds, out, nil
+}
+
+// withMarkers is a copy of req with mtmd's marker written where each of
+// its media goes, and the order in which the markers then appear (indices
+// into req.Media): message by message, each message's in offset order; a
+// completion's all before the prompt.
+func withMarkers(req *Request) (*Request, []int) {
+	r := *req
+	var order []int
+	if !r.Chat {
+		var b strings.Builder
+		for i := range r.Media {
+			b.WriteString(mtmd.Marker())
+			b.WriteByte('\n')
+			order = append(order, i)
+		}
+		r.Prompt = b.String() + r.Prompt
+		return &r, order
+	}
+	r.Messages = append([]Message(nil), r.Messages...)
+	for mi, refs := range r.MessageMedia {
+		if len(refs) == 0 || mi >= len(r.Messages) {
+			continue
+		}
+		content := r.Messages[mi].Content
+		var b strings.Builder
+		last := 0
+		for _, ref := range refs {
+			b.WriteString(content[last:ref.Offset])
+			b.WriteString(mtmd.Marker())
+			last = ref.Offset
+			order = append(order, ref.Index)
+		}
+		b.WriteString(content[last:])
+		r.Messages[mi].Content = b.String()
+	}
+	return &r, order
+}
+
+// newMedia is a decoded medium as mtmd takes it.
+func newMedia(m *Media) (*mtmd.Media, error) {
+	if m.Audio {
+		return mtmd.NewAudio(m.PCM)
+	}
+	return mtmd.NewImage(m.RGB, m.Width, m.Height)
+}
+
+func mediaName(m Media, i int) string {
+	if m.Field != "" {
+		return m.Field
+	}
+	if m.Audio {
+		return "audio clip " + strconv.Itoa(i+1)
+	}
+	return "image " + strconv.Itoa(i+1)
+}
+
+// placeholder is the prompt value standing for position p of media chunk
+// ci, hashed h: negative (never a token id, so it can never match text in
+// the prefix cache, and Ollama's context leaves it out), and different for
+// different pixels, chunks (a sliced image's chunks share its hash) and
+// positions.
+func placeholder(h [32]byte, ci, p int) engine.Token {
+	x := binary.LittleEndian.Uint32(h[:4]) ^ uint32(ci)*0x9e3779b9
+	return engine.Token(-1 - int32((x+uint32(p))&0x3fffffff))
+}
