@@ -53,8 +53,12 @@ func TestCheckMedia(t *testing.T) {
 	}{
 		{"too many", func() *Request { return &Request{Model: "vis", MediaInput: MediaInput{Media: make([]Media, 3)}} }, MediaLimits{MaxImages: 2}, "too many images: the request has 3"},
 		{"audio", func() *Request { return &Request{Model: "vis", MediaInput: MediaInput{Media: []Media{{Audio: true}}}} }, MediaLimits{}, `model "vis" does not support audio`},
-		{"pixels", func() *Request { return &Request{Model: "vis", MediaInput: MediaInput{Media: []Media{{Data: img, Field: "images[0]"}}}} }, MediaLimits{MaxImagePixels: 5}, "images[0]: PNG image is 3×2 pixels, more than the limit of 5 pixels"},
-		{"unnamed", func() *Request { return &Request{Model: "vis", MediaInput: MediaInput{Media: []Media{{Data: img}, {Data: []byte("x")}}}} }, MediaLimits{}, "image 2: unsupported image format"},
+		{"pixels", func() *Request {
+			return &Request{Model: "vis", MediaInput: MediaInput{Media: []Media{{Data: img, Field: "images[0]"}}}}
+		}, MediaLimits{MaxImagePixels: 5}, "images[0]: PNG image is 3×2 pixels, more than the limit of 5 pixels"},
+		{"unnamed", func() *Request {
+			return &Request{Model: "vis", MediaInput: MediaInput{Media: []Media{{Data: img}, {Data: []byte("x")}}}}
+		}, MediaLimits{}, "image 2: unsupported image format"},
 		{"ref past the content", func() *Request {
 			r := &Request{Model: "vis", Messages: []Message{{Role: "user", Content: "ab"}}}
 			r.AddMessageMedia(0, 3, Media{Data: img})
