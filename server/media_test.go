@@ -56,19 +56,18 @@ func writeTestProjector(t *testing.T, path string) {
 	}
 }
 
-// startMediaServer serves "stories" (text only) and "vis" (the bigram
-// chat model with a projector beside it, vis.mmproj.gguf), at most two
-// images a request.
+// startMediaServer serves "stories" (text only) and "vis" (the generated
+// vision model: a text model with its projector beside it,
+// vis.mmproj.gguf), at most two images a request.
 func startMediaServer(t *testing.T) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
 		t.Fatal(err)
 	}
-	if err := testmodels.WriteBigram(filepath.Join(dir, "vis.gguf")); err != nil {
+	if err := testmodels.WriteVision(filepath.Join(dir, "vis.gguf"), filepath.Join(dir, "vis.mmproj.gguf")); err != nil {
 		t.Fatal(err)
 	}
-	writeTestProjector(t, filepath.Join(dir, "vis.mmproj.gguf"))
 	srv := New(Config{ModelsDir: dir, MaxImages: 2,
 		Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
 	return serveForTest(t, srv)
@@ -138,7 +137,7 @@ func TestMediaShowProjector(t *testing.T) {
 		t.Errorf("capabilities %q", caps)
 	}
 	pi := show.ProjectorInfo
-	if pi["general.architecture"] != "clip" || pi["clip.has_vision_encoder"] != true || pi["clip.projector_type"] != "mlp" || pi["clip.vision.image_size"] != float64(28) {
+	if pi["general.architecture"] != "clip" || pi["clip.has_vision_encoder"] != true || pi["clip.projector_type"] != "mlp" || pi["clip.vision.image_size"] != float64(testmodels.VisionImageSize) {
 		t.Errorf("projector_info %v", pi)
 	}
 	if strings.Count(show.Modelfile, "\nFROM ") != 2 || !strings.Contains(show.Modelfile, "vis.mmproj.gguf") {

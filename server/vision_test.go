@@ -199,3 +199,21 @@ func generateErr(ts *testServer, model, prompt string, images ...[]byte) (ollama
 	}, func(r ollama.GenerateResponse) error { resp = r; return nil })
 	return resp, err
 }
+
+// A projector llama.cpp would refuse (a clip header without the keys
+// mtmd needs) leaves its model serving text; an image request is told
+// why it cannot be served.
+func TestVisionBrokenProjector(t *testing.T) {
+	dir := t.TempDir()
+	if err := testmodels.WriteVision(filepath.Join(dir, "broken.gguf"), filepath.Join(t.TempDir(), "unused.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	writeTestProjector(t, filepath.Join(dir, "broken.mmproj.gguf"))
+	ts := serveForTest(t, New(Config{ModelsDir: dir,
+		Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+	if _, err := generateErr(ts, "broken", "What is this?"); err != nil {
+		t.Fatalf("text to a model whose projector does not load: %v", err)
+	}
+	_, err := generateErr(ts, "broken", "What is this?", solidPNG(t, 32, color.NRGBA{1, 2, 3, 255}))
+	ollamaStatus(t, "image to a model whose projector does not load", err, 500, "projector cannot be loaded")
+}

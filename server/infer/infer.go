@@ -159,9 +159,12 @@ type Instance struct {
 	LoadDuration time.Duration
 	// Window is the request's context in tokens: its num_ctx, or the
 	// instance's default.
-	Window    int
-	release   func()
-	telemetry *telemetry.Telemetry
+	Window int
+	// projectorErr is why the model's projector failed to load (it then
+	// serves text only).
+	projectorErr error
+	release      func()
+	telemetry    *telemetry.Telemetry
 }
 
 // Release hands the instance back to the scheduler.
@@ -240,7 +243,7 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 	if window == 0 {
 		window = si.DefaultCtx
 	}
-	return &Instance{Instance: si, Name: name, Entry: entry, LoadDuration: loadDur, Window: window,
+	return &Instance{Instance: si, Name: name, Entry: entry, LoadDuration: loadDur, Window: window, projectorErr: s.Sched.ProjectorError(si),
 		release: func() { s.Sched.Release(si, ka); leaveKey() }, telemetry: s.Telemetry}, nil
 }
 

@@ -30,6 +30,9 @@ func mediaPrompt(in *Instance, req *Request) ([]engine.Token, []runner.Embeds, c
 	var out chatparse.Options
 	proj := in.Projector
 	if proj == nil {
+		if err := in.projectorErr; err != nil {
+			return nil, nil, out, Errorf(LoadFailed, "model %q: its projector cannot be loaded, so it serves text only: %v", req.Model, err)
+		}
 		return nil, nil, out, Errorf(BadRequest, "model %q does not support images: it has no projector", req.Model)
 	}
 	if !req.Chat && req.Suffix != "" {

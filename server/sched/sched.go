@@ -90,7 +90,8 @@ type Instance struct {
 	Model  *engine.Model
 	Runner *runner.Runner
 	// Projector encodes images and audio for the model (nil without
-	// one); loaded and freed with it.
+	// one, or when it failed to load: ProjectorError says why); loaded
+	// and freed with it.
 	Projector    *mtmd.Projector
 	LoadDuration time.Duration
 	LoadedAt     time.Time
@@ -134,11 +135,14 @@ func (s *Scheduler) Status() []Status {
 
 // Scheduler is the model cache.
 type Scheduler struct {
-	cfg     Config
-	mu      sync.Mutex
-	ctxs    sync.Map // path → trainedCtx
-	loaded  map[Key]*Instance
-	changed chan struct{} // closed and replaced whenever an instance is released or unloaded
+	cfg  Config
+	mu   sync.Mutex
+	ctxs sync.Map // path → trainedCtx
+	// projErrs: Key → why the projector of the instance loaded under it
+	// failed (the instance serves text only).
+	projErrs sync.Map
+	loaded   map[Key]*Instance
+	changed  chan struct{} // closed and replaced whenever an instance is released or unloaded
 }
 
 // ErrQueueFull is returned when MaxQueue requests already wait.
@@ -366,6 +370,15 @@ func (s *Scheduler) busyLocked() bool {
 	return false
 }
 
+// ProjectorError is why the instance's projector failed to load (nil when
+// it loaded or there is none).
+func (s *Scheduler) ProjectorError(in *Instance) error {
+	if v, ok := s.projErrs.Load(in.Key); ok {
+		return v.(error)
+	}
+	return nil
+}
+
 func (s *Scheduler) load(key Key, nctx int, place Placement) (*engine.Model, *runner.Runner, *mtmd.Projector, error) {
 	m, err := engine.LoadModel(key.Path, engine.ModelParams{
 		GPULayers: place.GPULayers, MainGPU: mainGPU(key, place), TensorSplit: place.TensorSplit,
@@ -379,13 +392,17 @@ func (s *Scheduler) load(key Key, nctx int, place Placement) (*engine.Model, *ru
 		threads = s.cfg.Threads
 	}
 	var proj *mtmd.Projector
+	s.projErrs.Delete(key)
 	if key.Projector != "" {
 		// On the GPU when the model's layers are (mtmd falls back to the
 		// CPU without a GPU backend).
 		proj, err = mtmd.Load(key.Projector, m, mtmd.Options{Threads: threads, GPU: place.GPULayers != 0})
 		if err != nil {
-			m.Close()
-			return nil, nil, nil, fmt.Errorf("load %s: projector: %w", key.Path, err)
+			// The model still serves text; image requests are told why
+			// they cannot be served (ProjectorError).
+			slog.Warn("projector not loaded: the model serves text only", "model", key.Path, "projector", key.Projector, "error", err)
+			s.projErrs.Store(key, err)
+			proj = nil
 		}
 	}
 	r, err := runner.New(m, runner.Config{
