@@ -27,7 +27,7 @@ LIBDIR ?= lib/tadpole
 
 
 .PHONY: test-one
-.PHONY: all build run test bench bench-ci fmt vet deps flags clean cuda gpu-check-tools fuzz fuzz-ci soak
+.PHONY: all build run test bench bench-images bench-ci fmt vet deps flags clean cuda gpu-check-tools fuzz fuzz-ci soak
 
 all: build
 
@@ -100,10 +100,23 @@ BENCH_FLAGS ?= -http
 bench: build
 	$(GO) run -ldflags "$(LDFLAGS)" ./scripts/bench $(BENCH_FLAGS) $(BENCH_MODEL)
 
+# Images (issue 23): the HTTP table plus image requests/s and time to
+# first token at 1 and 4 streams, and text tok/s alone and beside 2
+# clients sending images, on the generated vision model (a model of your
+# own: make bench BENCH_FLAGS="-http -images" BENCH_MODEL=NAME.gguf, with
+# NAME.mmproj.gguf beside it). BENCH_FLAGS add to or override these.
+bench-images: build
+	mkdir -p build/bench-vision && $(GO) run ./scripts/genmodel -kind vision -o build/bench-vision/vision.gguf
+	$(GO) run -ldflags "$(LDFLAGS)" ./scripts/bench -skip-raw -http -images -n 32 -streams 1,4 -modes stream -temperatures 0 $(BENCH_FLAGS) build/bench-vision/vision.gguf
+
 # CI's bounded bench: every case of the table once, a few tokens each, on
-# the demo model, so the benchmark itself cannot rot (no figures judged).
+# the demo model, so the benchmark itself cannot rot (no figures judged);
+# then the image section once, tiny, on the generated vision model.
 bench-ci: build
 	$(GO) run -ldflags "$(LDFLAGS)" ./scripts/bench -http -n 8 -streams 1,2 -reps 1 -prompt 64 -parallel 2
+	mkdir -p build/bench-vision && $(GO) run ./scripts/genmodel -kind vision -o build/bench-vision/vision.gguf
+	$(GO) run -ldflags "$(LDFLAGS)" ./scripts/bench -skip-raw -http -images -n 4 -streams 1 -modes stream -temperatures 0 -reps 1 -prompt 16 -parallel 2 \
+		-image-requests 2 -image-streams 1,2 -image-tokens 2 -image-size 64 -image-window 300ms build/bench-vision/vision.gguf
 
 # GPU backend (optional): ggml's CUDA backend as loadable libraries in
 # $(LIBDIR), found by bin/tadpole at start-up. Needs nvcc and cmake.

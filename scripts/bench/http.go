@@ -43,6 +43,9 @@ type serverConfig struct {
 	parallel int
 	ctx      int // per slot
 	extra    []string
+	// projector: served beside the model (Tadpole: bench.mmproj.gguf in
+	// the scratch models directory); "" for none.
+	projector string
 }
 
 func freePort() int {
@@ -68,6 +71,12 @@ func startTadpole(bin string, c serverConfig) *httpServer {
 	}
 	if err := os.Symlink(abs, filepath.Join(models, "bench.gguf")); err != nil {
 		log.Fatal(err)
+	}
+	if c.projector != "" {
+		p, _ := filepath.Abs(c.projector)
+		if err := os.Symlink(p, filepath.Join(models, "bench.mmproj.gguf")); err != nil {
+			log.Fatal(err)
+		}
 	}
 	port := freePort()
 	args := append([]string{"serve", "--host", fmt.Sprintf("127.0.0.1:%d", port), "--models", models,

@@ -11,7 +11,14 @@
 // and every row prints its ratios. For Tadpole each case also prints where
 // the time went (tadpole_step_seconds from its /metrics).
 //
-//	go run ./scripts/bench [-n 128] [-streams 1,8,16] [-http] [-llama-server PATH | -url URL] [MODEL]
+// With -images (and -http), a model with a projector (NAME.mmproj.gguf
+// beside it, or -mmproj) is served with it and Tadpole is also measured
+// on images: requests per second and the median time to the first token
+// at 1 and 4 concurrent image streams (OpenAI chat requests, each with a
+// new generated PNG as a data URL), then text tokens per second alone and
+// while 2 clients send image requests back to back, and their ratio.
+//
+//	go run ./scripts/bench [-n 128] [-streams 1,8,16] [-http [-images]] [-llama-server PATH | -url URL] [MODEL]
 //
 // MODEL is a GGUF path, "stories" (the bundled stories260K, default),
 // "llama1b" (a random-weight 1B Llama in Q4_0 written to a temp dir) or
@@ -62,6 +69,15 @@ func main() {
 	skipRaw := flag.Bool("skip-raw", false, "skip the raw engine and runner measurements")
 	flash := flag.String("flash", "on", "flash attention for the raw engine, the runner and Tadpole's server: on or off")
 	sweep := flag.Bool("prompt-sweep", false, "also sweep the raw prompt speed over n_ubatch and flash attention")
+	images := flag.Bool("images", false, "with -http: also measure image requests (the model's projector, NAME.mmproj.gguf beside it or -mmproj, is served with it)")
+	mmproj := flag.String("mmproj", "", "the projector -images serves (default: NAME.mmproj.gguf beside the model)")
+	imageSize := flag.Int("image-size", 256, "-images: pixels per side of the generated PNGs")
+	imageRequests := flag.Int("image-requests", 8, "-images: image requests per stream count")
+	imageStreams := flag.String("image-streams", "1,4", "-images: concurrent image streams to measure")
+	imageTokens := flag.Int("image-tokens", 8, "-images: tokens generated per image request")
+	imageText := flag.Int("image-text-streams", 1, "-images: text streams measured alone and beside the image load")
+	imageLoaders := flag.Int("image-loaders", 2, "-images: clients sending image requests back to back while the text is measured")
+	imageWindow := flag.Duration("image-window", 2*time.Second, "-images: how long text is measured each time, alone and beside the image load")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	log.SetOutput(os.Stderr) // slog.SetDefault routed log through the Warn handler, which drops log.Fatal's Info lines
@@ -142,6 +158,24 @@ func main() {
 	}
 	m.Close() // the servers load their own copy
 	cfg := serverConfig{model: path, threads: nthreads, parallel: max(*parallel, maxStreams), ctx: *slotCtx}
+	var ic imageConfig
+	if *images {
+		if !*httpBench {
+			log.Fatal("-images needs -http (it measures Tadpole's server)")
+		}
+		if cfg.projector = projectorFor(path, *mmproj); cfg.projector == "" {
+			log.Fatalf("-images: no projector beside %s (want %s.mmproj.gguf, or name one with -mmproj)", path, strings.TrimSuffix(path, filepath.Ext(path)))
+		}
+		ic = imageConfig{size: *imageSize, requests: *imageRequests, streams: intList(*imageStreams, "-image-streams"),
+			tokens: *imageTokens, textStreams: *imageText, loaders: *imageLoaders, reps: *reps, window: *imageWindow}
+		if ic.size < 1 || ic.requests < 1 || ic.tokens < 1 || ic.textStreams < 1 || ic.loaders < 1 || ic.window <= 0 {
+			log.Fatal("-image-size, -image-requests, -image-tokens, -image-text-streams and -image-loaders must be at least 1, -image-window positive")
+		}
+		for _, s := range ic.streams {
+			cfg.parallel = max(cfg.parallel, s)
+		}
+		cfg.parallel = max(cfg.parallel, ic.textStreams+ic.loaders)
+	}
 	var servers []*httpServer
 	if *httpBench {
 		c := cfg
@@ -167,6 +201,9 @@ func main() {
 	}
 	defer vm.Close()
 	httpTable(servers, vm, streams, *n, *reps, *promptLen, floatList(*temps), strings.Split(*modes, ","), raw)
+	if *images {
+		imageTable(servers[0], vm, ic, *n, cfg.projector)
+	}
 }
 
 // httpTable measures every case on every server, alternating servers
