@@ -148,6 +148,7 @@ type Runner struct {
 	mu      sync.Mutex
 	waiting []*request
 	embeds  []*embedJob // queued embedding requests (under mu)
+	tasks   []*task     // functions queued to run on the loop (Do; under mu)
 	closed  bool
 
 	// embedCtx is the embedding context, made by the loop on the first
@@ -335,6 +336,7 @@ func (r *Runner) loop() {
 		r.ctx.Close()
 	}()
 	defer r.closeEmbeds()
+	defer r.closeTasks()
 	for {
 		r.mu.Lock()
 		closed := r.closed
@@ -345,7 +347,8 @@ func (r *Runner) loop() {
 		}
 		r.admit()
 		embedded := r.embedStep()
-		if !r.step() && !embedded {
+		ran := r.taskStep()
+		if !r.step() && !embedded && !ran {
 			<-r.wake // idle until a request arrives
 		}
 	}

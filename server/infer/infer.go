@@ -317,7 +317,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 	var out chatparse.Options
 	var err error
 	if len(req.Media) > 0 {
-		tokens, embeds, out, err = mediaPrompt(in, req) // mediaprompt.go
+		tokens, embeds, out, err = mediaPrompt(ctx, in, req) // mediaprompt.go
 	} else {
 		tokens, out, err = render(in.Model, req)
 	}

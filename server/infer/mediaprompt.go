@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"context"
 	"encoding/binary"
 	"strconv"
 	"strings"
@@ -20,13 +21,16 @@ import (
 //     rendered as any prompt is (template, chat template, thinking);
 //  2. mtmd tokenizes it into text chunks and media chunks, each medium
 //     replaced by the tokens the model's template family uses around it;
-//  3. each media chunk is encoded here, in the request's goroutine (one
-//     encode at a time per projector), so the batching loop only decodes
-//     the resulting embeddings: a span of the runner request
+//  3. each media chunk is encoded on the runner's loop between two decode
+//     steps (runner.Do): beside the loop, the encode's and the decode's
+//     thread pools would fight over the cores and slow each other many
+//     times over; there, it delays the other slots' next step by one
+//     encode. The batching loop then decodes the embeddings: a span of the
+//     runner request
 //     (runner.Embeds) whose prompt positions hold placeholders derived
 //     from the medium's hash, so the prefix cache reuses an image only for
 //     the same pixels.
-func mediaPrompt(in *Instance, req *Request) ([]engine.Token, []runner.Embeds, chatparse.Options, error) {
+func mediaPrompt(ctx context.Context, in *Instance, req *Request) ([]engine.Token, []runner.Embeds, chatparse.Options, error) {
 	var out chatparse.Options
 	proj := in.Projector
 	if proj == nil {
@@ -73,9 +77,13 @@ func mediaPrompt(in *Instance, req *Request) ([]engine.Token, []runner.Embeds, c
 			tokens = append(tokens, c.Text...)
 			continue
 		}
-		data, err := proj.Encode(c.Media)
-		if err != nil {
-			return nil, nil, out, Errorf(Internal, "encode media: %v", err)
+		var data []float32
+		var encErr error
+		if err := in.Runner.Do(ctx, func() { data, encErr = proj.Encode(c.Media) }); err != nil {
+			return nil, nil, out, Errorf(BadRequest, "encode media: %v", err)
+		}
+		if encErr != nil {
+			return nil, nil, out, Errorf(Internal, "encode media: %v", encErr)
 		}
 		embeds = append(embeds, runner.Embeds{Start: len(tokens), Data: data, N: c.Media.NTokens, NonCausal: proj.NonCausal()})
 		for p := range c.Media.NTokens {
