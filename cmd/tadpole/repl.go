@@ -24,6 +24,7 @@ const replHelp = `Available commands:
   /?, /help       Help for a command
 
 Use """ to begin and end a message of several lines.
+Name an image file (./cat.png, '/my pics/cat.jpg') in a message to attach it.
 Ctrl-C stops an answer; Ctrl-D or /bye leaves.
 `
 
@@ -116,6 +117,8 @@ func (s *session) repl(ctx context.Context, in io.Reader) error {
 					multi.WriteString(rest + "\n")
 				}
 			}
+		case strings.HasPrefix(trimmed, "/") && startsWithMediaPath(trimmed):
+			prompt, ok = line, true // "/home/me/cat.png what is it?"
 		case strings.HasPrefix(trimmed, "/"):
 			quit, err := s.command(ctx, trimmed)
 			if err != nil {
@@ -130,7 +133,11 @@ func (s *session) repl(ctx context.Context, in io.Reader) error {
 		if !ok || strings.TrimSpace(prompt) == "" {
 			continue
 		}
-		if err := s.askInterruptibly(ctx, sigs, prompt); err != nil {
+		text, images, err := s.attach(ctx, prompt)
+		if err == nil {
+			err = s.askInterruptibly(ctx, sigs, text, images)
+		}
+		if err != nil {
 			var ce *client.ConnectError
 			if errors.As(err, &ce) || ctx.Err() != nil {
 				return err
@@ -143,7 +150,7 @@ func (s *session) repl(ctx context.Context, in io.Reader) error {
 
 // askInterruptibly asks while a Ctrl-C cancels the answer (not the
 // session).
-func (s *session) askInterruptibly(ctx context.Context, sigs <-chan os.Signal, prompt string) error {
+func (s *session) askInterruptibly(ctx context.Context, sigs <-chan os.Signal, prompt string, images []string) error {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
@@ -155,7 +162,7 @@ func (s *session) askInterruptibly(ctx context.Context, sigs <-chan os.Signal, p
 		case <-done:
 		}
 	}()
-	err := s.ask(actx, prompt)
+	err := s.ask(actx, prompt, images)
 	if err != nil && actx.Err() != nil && ctx.Err() == nil {
 		return nil // cut by Ctrl-C: the exchange is dropped
 	}
@@ -286,4 +293,11 @@ func (s *session) show(ctx context.Context, args []string) error {
 		return fmt.Errorf("unknown /show %s; /show alone lists them", args[0])
 	}
 	return nil
+}
+
+// startsWithMediaPath reports whether a line that starts with "/" starts
+// with a file to attach rather than a command.
+func startsWithMediaPath(line string) bool {
+	refs := findMediaPaths(line)
+	return len(refs) > 0 && refs[0].start == 0
 }

@@ -31,7 +31,12 @@ var runCmd = &command{
 		"  tadpole run llama3.2\n" +
 		"  tadpole run llama3.2 \"Why is the sky blue?\" --verbose\n" +
 		"  tadpole run llama3.2 -p temperature=0 -p num_predict=100 \"Count to ten\"\n" +
-		"  cat notes.txt | tadpole run llama3.2 \"Summarize this.\"",
+		"  cat notes.txt | tadpole run llama3.2 \"Summarize this.\"\n" +
+		"  tadpole run llava \"What is in this picture? ./cat.png\"\n\n" +
+		"A path in the prompt (typed, not piped) that starts with ./ ../ / or ~/\n" +
+		"and ends in .jpg, .jpeg, .png or .webp attaches that image, for models\n" +
+		"with the \"vision\" capability (quote a path with spaces, or escape\n" +
+		"them with \\; write a path in backticks to send it as text).",
 	minArgs: 1, maxArgs: -1, ownSignals: true, complete: "model",
 	setup: func(fs *pflag.FlagSet) func(context.Context, []string) error {
 		verbose := fs.Bool("verbose", false, "print timings and token rates after each answer")
@@ -76,16 +81,15 @@ var runCmd = &command{
 					return fmt.Errorf("--parameter: %w", err)
 				}
 			}
-			prompt := strings.Join(args[1:], " ")
-			interactive := prompt == ""
+			typed := strings.Join(args[1:], " ")
+			interactive := typed == ""
+			piped := ""
 			if !isTerminal(os.Stdin) {
 				in, err := io.ReadAll(os.Stdin)
 				if err != nil {
 					return fmt.Errorf("read standard input: %w", err)
 				}
-				if text := strings.TrimRight(string(in), "\n"); text != "" {
-					prompt = strings.TrimSpace(text + " " + prompt)
-				}
+				piped = strings.TrimRight(string(in), "\n")
 				interactive = false
 			}
 			s.wrap = !*noWrap && isTerminal(os.Stdout) && s.format == nil
@@ -95,10 +99,10 @@ var runCmd = &command{
 				}
 				return s.repl(ctx, os.Stdin)
 			}
-			if prompt == "" {
+			if strings.TrimSpace(piped+typed) == "" {
 				return errors.New("nothing to ask: the prompt and standard input are empty")
 			}
-			return s.oneShot(ctx, prompt, *insecure)
+			return s.oneShot(ctx, piped, typed, *insecure)
 		}
 	},
 }
@@ -127,6 +131,9 @@ type session struct {
 	// hideThinking keeps thinking off the screen.
 	think        json.RawMessage
 	hideThinking bool
+	// caps are the model's /api/show capabilities, asked when a prompt
+	// first names a file to attach.
+	caps []string
 }
 
 // load loads the model (a chat request without messages), pulling it
@@ -147,17 +154,35 @@ func (s *session) load(ctx context.Context, insecure bool) error {
 	return err
 }
 
-// oneShot answers one prompt and returns; Ctrl-C stops it (status 130).
-// Like `ollama run MODEL PROMPT` it sends the prompt to /api/generate, so
-// the model's own template applies as it does to a completion: a model
-// without a chat template continues the bare prompt.
-func (s *session) oneShot(ctx context.Context, prompt string, insecure bool) error {
+// oneShot answers one prompt, the piped text then the typed prompt, and
+// returns; Ctrl-C stops it (status 130). Like `ollama run MODEL PROMPT`
+// it sends the prompt to /api/generate, so the model's own template
+// applies as it does to a completion: a model without a chat template
+// continues the bare prompt. Files the typed prompt names are attached
+// (images.go); a model the server lacks is pulled first.
+func (s *session) oneShot(ctx context.Context, piped, typed string, insecure bool) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := s.generate(ctx, prompt)
+	// attach asks /api/show when the prompt names files: a 404 there, or
+	// from /api/generate, pulls the model (once).
+	pulled := false
+	text, images, err := s.attach(ctx, typed)
 	if client.IsNotFound(err) && ctx.Err() == nil {
+		pulled = true
 		if err = s.load(ctx, insecure); err == nil {
-			err = s.generate(ctx, prompt)
+			text, images, err = s.attach(ctx, typed)
+		}
+	}
+	prompt := text
+	if piped != "" {
+		prompt = strings.TrimSpace(piped + " " + text)
+	}
+	if err == nil {
+		err = s.generate(ctx, prompt, images)
+		if client.IsNotFound(err) && !pulled && ctx.Err() == nil {
+			if err = s.load(ctx, insecure); err == nil {
+				err = s.generate(ctx, prompt, images)
+			}
 		}
 	}
 	if ctx.Err() != nil {
@@ -170,8 +195,8 @@ func (s *session) oneShot(ctx context.Context, prompt string, insecure bool) err
 // generate prints the streamed answer to one prompt as Ollama's one-shot
 // run does: the answer, then an empty line; with --verbose, the timings
 // of a finished answer on standard error.
-func (s *session) generate(ctx context.Context, prompt string) error {
-	req := &api.GenerateRequest{Model: s.model, Prompt: prompt, Format: s.format, KeepAlive: s.keepAlive, Options: s.opts, Think: s.think}
+func (s *session) generate(ctx context.Context, prompt string, images []string) error {
+	req := &api.GenerateRequest{Model: s.model, Prompt: prompt, Images: images, Format: s.format, KeepAlive: s.keepAlive, Options: s.opts, Think: s.think}
 	p := s.newPrinter()
 	defer p.stopSpin()
 	var last api.GenerateResponse
@@ -183,7 +208,7 @@ func (s *session) generate(ctx context.Context, prompt string) error {
 	p.finish()
 	if err != nil {
 		p.endLine()
-		return err
+		return explainTooLarge(err, images)
 	}
 	fmt.Fprint(s.out, "\n\n")
 	if s.verbose && last.Done {
@@ -192,16 +217,17 @@ func (s *session) generate(ctx context.Context, prompt string) error {
 	return nil
 }
 
-// ask sends the conversation and a new user message to /api/chat, and
-// prints the streamed answer. The exchange joins the conversation only
-// when the answer is complete.
-func (s *session) ask(ctx context.Context, prompt string) error {
+// ask sends the conversation and a new user message (with its images,
+// base64) to /api/chat, and prints the streamed answer. The exchange
+// joins the conversation only when the answer is complete; the images
+// stay on their message.
+func (s *session) ask(ctx context.Context, prompt string, images []string) error {
 	msgs := make([]api.Message, 0, len(s.messages)+2)
 	if s.system != "" {
 		msgs = append(msgs, api.Message{Role: "system", Content: s.system})
 	}
 	msgs = append(msgs, s.messages...)
-	msgs = append(msgs, api.Message{Role: "user", Content: prompt})
+	msgs = append(msgs, api.Message{Role: "user", Content: prompt, Images: images})
 	req := &api.ChatRequest{Model: s.model, Messages: msgs, Format: s.format, KeepAlive: s.keepAlive, Options: s.opts, Think: s.think}
 
 	p := s.newPrinter()
@@ -215,9 +241,9 @@ func (s *session) ask(ctx context.Context, prompt string) error {
 	p.finish()
 	p.endLine()
 	if err != nil {
-		return err
+		return explainTooLarge(err, images)
 	}
-	s.messages = append(s.messages, api.Message{Role: "user", Content: prompt},
+	s.messages = append(s.messages, api.Message{Role: "user", Content: prompt, Images: images},
 		api.Message{Role: "assistant", Content: p.answer.String()})
 	if s.verbose {
 		writeMetrics(os.Stderr, last.Metrics)
