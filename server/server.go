@@ -23,6 +23,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/jobs"
+	"github.com/tadpole-llm/tadpole/server/media"
 	"github.com/tadpole-llm/tadpole/server/ollama"
 	"github.com/tadpole-llm/tadpole/server/openai"
 	"github.com/tadpole-llm/tadpole/server/responses"
@@ -81,6 +82,22 @@ type Config struct {
 	// infer.DefaultMaxImages) and MaxImagePixels each image's width ×
 	// height (0: media.DefaultMaxPixels); more is a 400.
 	MaxImages, MaxImagePixels int
+	// AllowImageURLs lets requests name images by http(s) URL, which the
+	// server then fetches (media.Fetcher: public addresses only, checked
+	// at connect time; at most MaxBody bytes an image, 10 s, 3 redirects,
+	// MaxImages URLs a request). Off, such URLs are a 400.
+	AllowImageURLs bool
+	// imageURLHosts may be fetched at any address (media.Fetcher.Allow):
+	// for tests, whose servers listen on loopback.
+	imageURLHosts []string
+}
+
+// imageFetcher fetches image URLs when cfg allows them; nil otherwise.
+func imageFetcher(cfg Config) *media.Fetcher {
+	if !cfg.AllowImageURLs {
+		return nil
+	}
+	return &media.Fetcher{MaxBytes: cfg.MaxBody, MaxFetches: cfg.MaxImages, Allow: cfg.imageURLHosts}
 }
 
 // Server serves every API dialect over one model store and scheduler.
@@ -129,7 +146,7 @@ func New(cfg Config) *Server {
 	}
 	store := &models.Store{Dir: cfg.ModelsDir, MaxBlobSize: cfg.MaxBlobSize, MinFreeDisk: cfg.MinFreeDisk}
 	h := &ollama.Handler{Store: store, Sched: s.sched, Infer: &infer.Service{Store: store, Sched: s.sched, Telemetry: tel,
-		MediaLimits: infer.MediaLimits{MaxImages: cfg.MaxImages, MaxImagePixels: cfg.MaxImagePixels}}, AllowRegistries: cfg.AllowRegistries}
+		MediaLimits: infer.MediaLimits{MaxImages: cfg.MaxImages, MaxImagePixels: cfg.MaxImagePixels, Fetcher: imageFetcher(cfg)}}, AllowRegistries: cfg.AllowRegistries}
 	h.Register(e)
 	oa := &openai.Handler{Infer: h.Infer, Store: store}
 	oa.RegisterV1(e.Group("/v1", openai.Errors))

@@ -29,6 +29,7 @@ type apiFlags struct {
 	responsesTTL *string
 	// images and audio
 	maxImages, maxImagePixels *int
+	allowImageURLs            *bool
 }
 
 func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
@@ -52,6 +53,8 @@ func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
 			"most images and audio clips in one request; more get 400 (TADPOLE_MAX_IMAGES)"),
 		maxImagePixels: fs.Int("max-image-pixels", envInt("TADPOLE_MAX_IMAGE_PIXELS", media.DefaultMaxPixels),
 			"largest image in pixels (width × height), checked before it is decoded; larger ones get 400 (TADPOLE_MAX_IMAGE_PIXELS)"),
+		allowImageURLs: fs.Bool("allow-image-urls", envBool("TADPOLE_ALLOW_IMAGE_URLS"),
+			"fetch the images requests name by http(s) URL: public addresses only (checked at connect time), at most --max-body bytes and 10s each, 3 redirects, --max-images a request; off, such URLs get 400 (TADPOLE_ALLOW_IMAGE_URLS)"),
 	}
 }
 
@@ -103,6 +106,10 @@ func (f *apiFlags) apply(cfg *server.Config) error {
 		return fmt.Errorf("--max-image-pixels must be at least 1, not %d", *f.maxImagePixels)
 	}
 	cfg.MaxImages, cfg.MaxImagePixels = *f.maxImages, *f.maxImagePixels
+	cfg.AllowImageURLs = *f.allowImageURLs
+	if cfg.AllowImageURLs {
+		slog.Info("image URLs are fetched", "max_bytes", cfg.MaxBody, "max_per_request", cfg.MaxImages)
+	}
 	dir := *f.dataDir
 	if dir == "" {
 		dir = filepath.Join(filepath.Dir(filepath.Clean(cfg.ModelsDir)), "data")
@@ -129,4 +136,18 @@ func parseRetention(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("--job-retention: want a duration such as 168h or 7d, not %q", s)
 	}
 	return d, nil
+}
+
+// envBool reads a boolean variable (1, true, 0, false …; unset: false).
+func envBool(name string) bool {
+	s := env(name, "")
+	if s == "" {
+		return false
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		envErrors = append(envErrors, fmt.Errorf("%s=%q: not a boolean (true or false)", name, s))
+		return false
+	}
+	return v
 }

@@ -36,9 +36,12 @@ func (e *EgressError) Error() string {
 
 func (e *EgressError) Unwrap() error { return ErrEgress }
 
-// addrClass says why ip is not a public unicast address, or "" when it
-// is one. IPv4-mapped IPv6 addresses are judged as IPv4.
-func addrClass(ip netip.Addr) string {
+// AddrClass says why ip is not a public unicast address ("a loopback
+// address", "a private address" …), or "" when it is one. IPv4-mapped
+// IPv6 addresses are judged as IPv4. Registry pulls and the image URLs
+// of server/media (--allow-image-urls) connect only to addresses it
+// passes, checked at connect time.
+func AddrClass(ip netip.Addr) string {
 	ip = ip.Unmap()
 	switch {
 	case !ip.IsValid():
@@ -117,7 +120,7 @@ func (c *Client) dialContext(ctx context.Context, network, addr string) (net.Con
 			if err != nil {
 				return &EgressError{Host: host, Addr: h, Why: "an address that cannot be checked"}
 			}
-			if why := addrClass(ip); why != "" {
+			if why := AddrClass(ip); why != "" {
 				return &EgressError{Host: host, Addr: ip.String(), Why: why}
 			}
 			return nil
@@ -141,7 +144,7 @@ func (c *Client) proxy(req *http.Request) (*url.URL, error) {
 			return nil, fmt.Errorf("registry %s: resolve: %w", req.URL.Hostname(), err)
 		}
 		for _, ip := range ips {
-			if why := addrClass(ip); why != "" {
+			if why := AddrClass(ip); why != "" {
 				return nil, &EgressError{Host: req.URL.Host, Addr: ip.String(), Why: why}
 			}
 		}

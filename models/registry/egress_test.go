@@ -27,7 +27,7 @@ func TestAddrClass(t *testing.T) {
 		{"::ffff:127.0.0.1", false}, {"::ffff:10.0.0.1", false},
 		{"8.8.8.8", true}, {"104.21.0.1", true}, {"172.32.0.1", true}, {"2606:4700::1", true}, {"::ffff:8.8.8.8", true},
 	} {
-		if got := addrClass(netip.MustParseAddr(tc.ip)) == ""; got != tc.public {
+		if got := AddrClass(netip.MustParseAddr(tc.ip)) == ""; got != tc.public {
 			t.Errorf("%s: public %v, want %v", tc.ip, got, tc.public)
 		}
 	}

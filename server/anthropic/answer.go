@@ -21,7 +21,7 @@ func (h *Handler) messages(c echo.Context) error {
 	if r.Model != "" {
 		c.Set("model", r.Model)
 	}
-	p, err := h.prepare(&r, false)
+	p, err := h.prepare(c.Request().Context(), &r, false)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (h *Handler) countTokens(c echo.Context) error {
 	if r.Model != "" {
 		c.Set("model", r.Model)
 	}
-	p, err := h.prepare(&r, true)
+	p, err := h.prepare(c.Request().Context(), &r, true)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -60,11 +61,14 @@ type converter struct {
 	out   []infer.Message
 	media infer.MediaInput  // the images of out's messages
 	calls map[string]string // tool_use id → tool name, of the turns so far
+	// image reads a url image source (media.Fetcher.Reader: fetched only
+	// with --allow-image-urls).
+	image func(string) ([]byte, error)
 }
 
 // conversation converts and checks the messages, and gives their images.
-func conversation(msgs []MessageParam, model string) ([]infer.Message, infer.MediaInput, error) {
-	c := &converter{model: model, calls: map[string]string{}}
+func conversation(msgs []MessageParam, model string, image func(string) ([]byte, error)) ([]infer.Message, infer.MediaInput, error) {
+	c := &converter{model: model, calls: map[string]string{}, image: image}
 	for i, m := range msgs {
 		field := fmt.Sprintf("messages[%d]", i)
 		blocks, err := contentBlocks(field+".content", m.Content)
@@ -108,7 +112,7 @@ func (c *converter) user(field string, blocks []Block) error {
 		case "text":
 			texts = append(texts, b.Text)
 		case "image":
-			data, err := imageBlock(bf, b)
+			data, err := c.imageBlock(bf, b)
 			if err != nil {
 				return err
 			}
@@ -138,9 +142,10 @@ type imageAt struct {
 }
 
 // imageBlock reads an image block's base64 source, whose media_type
-// must match the data. Whether the model takes images is checked when
+// must match the data, or its url source (fetched only with
+// --allow-image-urls). Whether the model takes images is checked when
 // the request starts (infer.Request.CheckMedia).
-func imageBlock(field string, b Block) ([]byte, error) {
+func (c *converter) imageBlock(field string, b Block) ([]byte, error) {
 	src := b.Source
 	if src == nil {
 		return nil, invalid("%s.source: Field required", field)
@@ -148,7 +153,20 @@ func imageBlock(field string, b Block) ([]byte, error) {
 	switch src.Type {
 	case "base64":
 	case "url":
-		return nil, invalid("%s.source.type: \"url\" image sources are not fetched: send the image as base64 data", field)
+		if src.URL == "" {
+			return nil, invalid("%s.source.url: Field required", field)
+		}
+		if u := strings.ToLower(src.URL); !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return nil, invalid("%s.source.url: expected an http(s) URL (send image data as a base64 source)", field)
+		}
+		data, err := c.image(src.URL)
+		if errors.Is(err, media.ErrRemoteURL) {
+			return nil, invalid("%s.source.type: \"url\" image sources are not fetched: send the image as base64 data", field)
+		}
+		if err != nil {
+			return nil, invalid("%s.source.url: %v", field, err)
+		}
+		return data, nil
 	default:
 		return nil, invalid("%s.source.type: %q is not supported: expected \"base64\"", field, src.Type)
 	}

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 
@@ -26,7 +27,7 @@ type prepared struct {
 // prepare validates a Messages request and turns it into a generation
 // request. count is for count_tokens, which takes no max_tokens and no
 // sampling fields (they are ignored there).
-func (h *Handler) prepare(r *MessagesRequest, count bool) (*prepared, error) {
+func (h *Handler) prepare(ctx context.Context, r *MessagesRequest, count bool) (*prepared, error) {
 	if r.Model == "" {
 		return nil, invalid("model: Field required")
 	}
@@ -40,7 +41,7 @@ func (h *Handler) prepare(r *MessagesRequest, count bool) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs, mi, err := conversation(r.Messages, r.Model)
+	msgs, mi, err := conversation(r.Messages, r.Model, h.Infer.MediaLimits.Fetcher.Reader(ctx))
 	if err != nil {
 		return nil, err
 	}

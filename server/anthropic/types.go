@@ -55,7 +55,8 @@ type Block struct {
 }
 
 // ImageSource is an image block's source: base64 data of a media type
-// ("base64"); "url" sources are refused (the server fetches nothing).
+// ("base64"), or an http(s) URL ("url"), fetched only when the
+// operator allows it (--allow-image-urls) and refused otherwise.
 type ImageSource struct {
 	Type      string `json:"type"`
 	MediaType string `json:"media_type"`

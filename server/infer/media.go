@@ -81,6 +81,10 @@ type MediaLimits struct {
 	// AudioRate is the sample rate audio is decoded at (0:
 	// DefaultAudioRate); the projector's own rate when it is known.
 	AudioRate int
+	// Fetcher fetches the images requests name by http(s) URL
+	// (--allow-image-urls); nil: such URLs are refused. The dialects
+	// read every image URL through Fetcher.Reader.
+	Fetcher *media.Fetcher
 }
 
 // CheckMedia checks a request's media against the model and the limits,

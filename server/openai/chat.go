@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,14 +26,14 @@ var roles = map[string]string{
 
 // prepareChat validates a chat request and turns it into one generation
 // request per choice (n of them).
-func (h *Handler) prepareChat(req *ChatRequest) ([]*infer.Request, int, error) {
+func (h *Handler) prepareChat(ctx context.Context, req *ChatRequest) ([]*infer.Request, int, error) {
 	if req.Model == "" {
 		return nil, 0, invalid("model", "you must provide a model parameter")
 	}
 	if len(req.Messages) == 0 {
 		return nil, 0, invalid("messages", "Invalid 'messages': expected a non-empty array.")
 	}
-	msgs, mi, err := messages(req.Messages, req.Model)
+	msgs, mi, err := messages(req.Messages, req.Model, h.Infer.MediaLimits.Fetcher.Reader(ctx))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -117,7 +118,7 @@ func (h *Handler) prepareChat(req *ChatRequest) ([]*infer.Request, int, error) {
 }
 
 // messages converts the request's messages and their images and audio.
-func messages(msgs []ChatMessage, model string) ([]infer.Message, infer.MediaInput, error) {
+func messages(msgs []ChatMessage, model string, image func(string) ([]byte, error)) ([]infer.Message, infer.MediaInput, error) {
 	var mi infer.MediaInput
 	out := make([]infer.Message, 0, len(msgs))
 	names := map[string]string{} // tool call id → function name
@@ -127,7 +128,7 @@ func messages(msgs []ChatMessage, model string) ([]infer.Message, infer.MediaInp
 			return nil, mi, invalid(fmt.Sprintf("messages[%d].role", i),
 				"Invalid value for 'messages[%d].role': %q. Supported values are: 'system', 'developer', 'user', 'assistant', 'tool' and 'function'.", i, m.Role)
 		}
-		content, parts, err := messageContent(i, m)
+		content, parts, err := messageContent(i, m, image)
 		if err != nil {
 			return nil, mi, err
 		}
@@ -180,7 +181,7 @@ type mediaPart struct {
 // input_audio parts (base64 WAV) are its media, placed where they came
 // among the text. Whether the model takes them is checked when the
 // request starts (infer.Request.CheckMedia). File parts are refused.
-func messageContent(i int, m ChatMessage) (string, []mediaPart, error) {
+func messageContent(i int, m ChatMessage, image func(string) ([]byte, error)) (string, []mediaPart, error) {
 	param := fmt.Sprintf("messages[%d].content", i)
 	raw := bytes.TrimSpace(m.Content)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -223,7 +224,7 @@ func messageContent(i int, m ChatMessage) (string, []mediaPart, error) {
 			case "refusal":
 				addText(cp.Refusal)
 			case "image_url", "input_image":
-				data, err := imagePart(pp, cp.ImageURL)
+				data, err := imagePart(pp, cp.ImageURL, image)
 				if err != nil {
 					return "", nil, err
 				}
@@ -251,8 +252,9 @@ func messageContent(i int, m ChatMessage) (string, []mediaPart, error) {
 }
 
 // imagePart reads an image_url part's image: {"url": "data:…"} or the
-// URL alone.
-func imagePart(pp string, raw json.RawMessage) ([]byte, error) {
+// URL alone, through image (the request's media.Fetcher.Reader: an
+// http(s) URL is fetched only with --allow-image-urls).
+func imagePart(pp string, raw json.RawMessage, image func(string) ([]byte, error)) ([]byte, error) {
 	raw = bytes.TrimSpace(raw)
 	var url string
 	if len(raw) > 0 && raw[0] == '"' {
@@ -269,7 +271,7 @@ func imagePart(pp string, raw json.RawMessage) ([]byte, error) {
 	if url == "" {
 		return nil, invalid(pp+".image_url.url", "Missing required parameter: '%s.image_url.url'.", pp)
 	}
-	return mediaData(pp+".image_url.url", func() ([]byte, error) { return media.ImageURL(url) })
+	return mediaData(pp+".image_url.url", func() ([]byte, error) { return image(url) })
 }
 
 // mediaData runs a media decoder, answering its error as a 400 about

@@ -20,7 +20,7 @@ func (h *Handler) chat(c echo.Context, webui bool) error {
 	if req.Model != "" {
 		c.Set("model", req.Model)
 	}
-	reqs, n, err := h.prepareChat(&req)
+	reqs, n, err := h.prepareChat(c.Request().Context(), &req)
 	if err != nil {
 		return err
 	}

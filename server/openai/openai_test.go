@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/media"
 )
 
 func TestDecodeNamesTheField(t *testing.T) {
@@ -154,7 +155,7 @@ func TestMessageContent(t *testing.T) {
 		{"user", `[1]`, "", "messages[0].content[0]"},
 		{"user", `5`, "", "messages[0].content"},
 	} {
-		got, _, err := messageContent(0, ChatMessage{Role: tc.role, Content: json.RawMessage(tc.content)})
+		got, _, err := messageContent(0, ChatMessage{Role: tc.role, Content: json.RawMessage(tc.content)}, media.ImageURL)
 		if tc.param == "" && (err != nil || got != tc.want) {
 			t.Errorf("%s: %q %v", tc.content, got, err)
 		}

@@ -84,7 +84,7 @@ func (h *Handler) parse(ctx context.Context, req *CreateRequest, owner string) (
 	}
 	p := &prepared{req: req, parallel: req.ParallelToolCalls == nil || *req.ParallelToolCalls}
 	var err error
-	if p.input, err = normalize(req.Input, req.Model); err != nil {
+	if p.input, err = normalize(req.Input, req.Model, h.Infer.MediaLimits.Fetcher.Reader(ctx)); err != nil {
 		return nil, err
 	}
 	if req.PreviousResponseID != "" {
@@ -152,8 +152,9 @@ func conversation(r *jobs.StoredResponse) ([]Item, error) {
 }
 
 // normalize reads input: a string (one user message) or an array of
-// items, each given an id and its content as parts.
-func normalize(raw json.RawMessage, model string) ([]Item, error) {
+// items, each given an id and its content as parts. image reads image
+// URLs (media.Fetcher.Reader).
+func normalize(raw json.RawMessage, model string, image func(string) ([]byte, error)) ([]Item, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, invalid("input", "Missing required parameter: 'input'.")
@@ -190,7 +191,7 @@ func normalize(raw json.RawMessage, model string) ([]Item, error) {
 		}
 		switch it.Type {
 		case "message":
-			if err := normalizeMessage(&it, p, model); err != nil {
+			if err := normalizeMessage(&it, p, model, image); err != nil {
 				return nil, err
 			}
 		case "function_call":
@@ -254,7 +255,7 @@ func parts(typ, text string) json.RawMessage {
 var roles = map[string]string{"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 
 // normalizeMessage checks a message and makes its content parts.
-func normalizeMessage(it *Item, p, model string) error {
+func normalizeMessage(it *Item, p, model string, image func(string) ([]byte, error)) error {
 	if _, ok := roles[it.Role]; !ok {
 		return invalid(p+".role", "Invalid value for '%s.role': %q. Supported values are: 'user', 'assistant', 'system' and 'developer'.", p, trim(it.Role))
 	}
@@ -263,7 +264,7 @@ func normalizeMessage(it *Item, p, model string) error {
 		typ = "output_text"
 	}
 	content := it.Content
-	images, err := imageParts(content, p+".content", typ)
+	images, err := imageParts(content, p+".content", typ, image)
 	if err != nil {
 		return err
 	}
@@ -281,9 +282,11 @@ func normalizeMessage(it *Item, p, model string) error {
 
 // imageParts normalizes a user message's content that holds input_image
 // parts: its text parts (as textType) and images, in their order, each
-// image's data URL checked. nil when the content has no image: it is
-// then one text part (contentText).
-func imageParts(raw json.RawMessage, param, textType string) (json.RawMessage, error) {
+// image's data URL checked. An http(s) URL is fetched through image (only
+// with --allow-image-urls) and kept as the data URL of what came, so that
+// a continuation reads the same pixels without fetching again. nil when
+// the content has no image: it is then one text part (contentText).
+func imageParts(raw json.RawMessage, param, textType string, image func(string) ([]byte, error)) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	var ps []json.RawMessage
 	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &ps) != nil {
@@ -333,10 +336,14 @@ func imageParts(raw json.RawMessage, param, textType string) (json.RawMessage, e
 				}
 				return nil, invalid(pp+".image_url", "Missing required parameter: '%s.image_url'.", pp)
 			}
-			if _, err := media.ImageURL(url); errors.Is(err, media.ErrRemoteURL) {
+			data, err := image(url)
+			if errors.Is(err, media.ErrRemoteURL) {
 				return nil, notSupported(pp+".image_url", "Invalid '%s.image_url': %v.", pp, err)
 			} else if err != nil {
 				return nil, invalid(pp+".image_url", "Invalid '%s.image_url': %v.", pp, err)
+			}
+			if len(url) < 5 || !strings.EqualFold(url[:5], "data:") {
+				url = media.DataURL(data)
 			}
 			out = append(out, Part{Type: "input_image", ImageURL: url, Detail: part.Detail})
 		case "input_text", "output_text", "text":
