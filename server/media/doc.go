@@ -11,5 +11,6 @@
 // MaxAudioSeconds before it is converted. Errors say which format and what
 // is wrong, in words a client can act on; the dialects wrap them in a 400.
 //
-// The package does no I/O and knows nothing of HTTP or models.
+// Apart from Fetcher (fetch.go: image URLs, only with --allow-image-urls),
+// the package does no I/O and knows nothing of models.
 package media
