@@ -169,64 +169,92 @@ func Devices() []Device {
 // num_thread: the number of CPUs Go may use.
 func DefaultThreads() int { return runtime.GOMAXPROCS(0) }
 
-// logBuf joins llama.cpp's continuation fragments into whole lines.
-var logState struct {
-	sync.Mutex
+// LogSink joins the log fragments of a ggml-style logger (llama.cpp's,
+// mtmd's) into whole lines, writes them to slog under src (llama.cpp's
+// chatty info lines as debug lines) and keeps the last warnings and
+// errors, which explain a failed load or call. Safe for concurrent use.
+type LogSink struct {
+	src   string
+	mu    sync.Mutex
 	buf   strings.Builder
 	level slog.Level
 	// last error lines, for load failures
 	lastErr []string
 }
 
-//export tadpoleLog
-func tadpoleLog(level C.int, text *C.char, _ unsafe.Pointer) {
-	s := C.GoString(text)
-	logState.Lock()
-	defer logState.Unlock()
-	if level != C.GGML_LOG_LEVEL_CONT {
-		logState.level = ggmlLevel(level)
+// NewLogSink makes a sink whose lines carry src as their "src" attribute.
+func NewLogSink(src string) *LogSink { return &LogSink{src: src} }
+
+// GGML log levels as ggml.h numbers them (GGML_LOG_LEVEL_*), for Write.
+const (
+	GGMLLogNone  = 0
+	GGMLLogDebug = 1
+	GGMLLogInfo  = 2
+	GGMLLogWarn  = 3
+	GGMLLogError = 4
+	GGMLLogCont  = 5 // continues the previous line
+)
+
+// Write takes one fragment at a ggml log level (GGMLLog*).
+func (l *LogSink) Write(level int, s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if level != GGMLLogCont {
+		l.level = ggmlLevel(level)
 	}
-	logState.buf.WriteString(s)
+	l.buf.WriteString(s)
 	if !strings.HasSuffix(s, "\n") {
 		return
 	}
-	line := strings.TrimRight(logState.buf.String(), "\n")
-	logState.buf.Reset()
-	if logState.level >= slog.LevelWarn {
-		logState.lastErr = append(logState.lastErr, line)
-		if len(logState.lastErr) > 8 {
-			logState.lastErr = logState.lastErr[1:]
+	line := strings.TrimRight(l.buf.String(), "\n")
+	l.buf.Reset()
+	if l.level >= slog.LevelWarn {
+		l.lastErr = append(l.lastErr, strings.TrimSpace(line))
+		if len(l.lastErr) > 8 {
+			l.lastErr = l.lastErr[1:]
 		}
 	}
 	// llama.cpp is chatty: its info lines are Tadpole's debug lines.
-	lvl := logState.level
+	lvl := l.level
 	if lvl == slog.LevelInfo {
 		lvl = slog.LevelDebug
 	}
 	if slog.Default().Enabled(context.Background(), lvl) {
-		slog.Log(context.Background(), lvl, line, "src", "llama.cpp")
+		slog.Log(context.Background(), lvl, line, "src", l.src)
 	}
 }
 
-func ggmlLevel(l C.int) slog.Level {
+// TakeErrors returns and clears the warnings and errors logged since the
+// last call.
+func (l *LogSink) TakeErrors() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.lastErr
+	l.lastErr = nil
+	return e
+}
+
+func ggmlLevel(l int) slog.Level {
 	switch l {
-	case C.GGML_LOG_LEVEL_ERROR:
+	case GGMLLogError:
 		return slog.LevelError
-	case C.GGML_LOG_LEVEL_WARN:
+	case GGMLLogWarn:
 		return slog.LevelWarn
-	case C.GGML_LOG_LEVEL_INFO:
+	case GGMLLogInfo:
 		return slog.LevelInfo
 	default:
 		return slog.LevelDebug
 	}
 }
 
+// llamaLog is llama.cpp's and ggml's log.
+var llamaLog = NewLogSink("llama.cpp")
+
+//export tadpoleLog
+func tadpoleLog(level C.int, text *C.char, _ unsafe.Pointer) {
+	llamaLog.Write(int(level), C.GoString(text))
+}
+
 // takeLogErrors returns and clears the warnings and errors llama.cpp
 // logged since the last call.
-func takeLogErrors() []string {
-	logState.Lock()
-	defer logState.Unlock()
-	e := logState.lastErr
-	logState.lastErr = nil
-	return e
-}
+func takeLogErrors() []string { return llamaLog.TakeErrors() }
