@@ -21,9 +21,7 @@ type Error = dialect.Error
 // invalid is a 400 invalid_request_error about param ("" for the request
 // as a whole).
 func invalid(param, format string, args ...any) *Error {
-	e := dialect.Errorf(http.StatusBadRequest, format, args...)
-	e.Param = param
-	return e
+	return dialect.Invalid(param, format, args...)
 }
 
 // notSupported is a 400 for a valid OpenAI request that Tadpole does not

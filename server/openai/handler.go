@@ -1,19 +1,15 @@
 package openai
 
 import (
-	"bytes"
 	"crypto/rand"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
@@ -60,60 +56,8 @@ func route(g *echo.Group, method, path string, h echo.HandlerFunc) {
 	g.Match(others, path, methodNotAllowed(method))
 }
 
-// decode reads a JSON object into v. Bad JSON is a 400 without param; a
-// value of the wrong type a 400 naming its field.
-func decode(c echo.Context, v any) error {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 64<<20))
-	if err != nil {
-		if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
-			return err
-		}
-		return invalid("", "could not read the request body: %v", err)
-	}
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
-		return invalid("", "the request body is empty: send a JSON object")
-	}
-	if body[0] != '{' {
-		return invalid("", "the request body must be a JSON object")
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return invalid(te.Field, "Invalid type for '%s': expected %s, but got %s instead.", te.Field, typeName(te.Type.Kind().String(), te.Type.String()), article(te.Value))
-		}
-		return invalid("", "We could not parse the JSON body of your request: %v", err)
-	}
-	return nil
-}
-
-func typeName(kind, typ string) string {
-	switch {
-	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
-		return "an integer"
-	case strings.HasPrefix(kind, "float"):
-		return "a number"
-	case kind == "bool":
-		return "a boolean"
-	case kind == "string":
-		return "a string"
-	case kind == "slice", kind == "array":
-		return "an array"
-	case kind == "map", kind == "struct":
-		return "an object"
-	}
-	return typ
-}
-
-func article(v string) string {
-	switch v {
-	case "object", "array", "integer":
-		return "an " + v
-	case "number", "string", "bool":
-		return "a " + v
-	}
-	return v
-}
+// decode reads a JSON object into v (dialect.DecodeOpenAI).
+func decode(c echo.Context, v any) error { return dialect.DecodeOpenAI(c, v) }
 
 // options are the options a request to model starts from: Ollama's
 // defaults with OpenAI's sampling defaults where they differ

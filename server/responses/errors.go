@@ -12,9 +12,7 @@ import (
 // as a whole), in OpenAI's shape (the server's error handler writes every
 // error of a /v1/ path so).
 func invalid(param, format string, args ...any) *dialect.Error {
-	e := dialect.Errorf(http.StatusBadRequest, format, args...)
-	e.Param = param
-	return e
+	return dialect.Invalid(param, format, args...)
 }
 
 // notSupported is a 400 for a valid request Tadpole does not serve (yet).

@@ -1,15 +1,12 @@
 package responses
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -62,44 +59,8 @@ func (h *Handler) ttl() time.Duration {
 
 func owner(c echo.Context) string { return auth.KeyID(c.Request().Context()) }
 
-// decode reads the request body into v, with OpenAI's errors.
-func decode(c echo.Context, v any) error {
-	body, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
-			return err
-		}
-		return invalid("", "could not read the request body: %v", err)
-	}
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 || body[0] != '{' {
-		return invalid("", "the request body must be a JSON object")
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return invalid(te.Field, "Invalid type for '%s': expected %s, but got %s instead.", te.Field, typeName(te.Type.Kind().String()), te.Value)
-		}
-		return invalid("", "We could not parse the JSON body of your request: %v", err)
-	}
-	return nil
-}
-
-func typeName(kind string) string {
-	switch {
-	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
-		return "an integer"
-	case strings.HasPrefix(kind, "float"):
-		return "a number"
-	case kind == "bool":
-		return "a boolean"
-	case kind == "string":
-		return "a string"
-	case kind == "slice", kind == "array":
-		return "an array"
-	}
-	return "an object"
-}
+// decode reads a JSON object into v (dialect.DecodeOpenAI).
+func decode(c echo.Context, v any) error { return dialect.DecodeOpenAI(c, v) }
 
 // create serves POST /v1/responses.
 func (h *Handler) create(c echo.Context) error {
