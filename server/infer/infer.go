@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -339,6 +340,11 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 	if err != nil {
 		return nil, err
 	}
+	// Metrics, spans and usage are recorded once: by the runner when the
+	// generation ends (read or not), or by the stream's reader before it
+	// hands over the final event, whichever comes first, so a client that
+	// has the last event sees its tokens counted.
+	done := once(s.observer(ctx, in.Name, len(tokens)))
 	gen, err := in.Runner.Generate(ctx, runner.Request{
 		Prompt:      tokens,
 		Embeds:      embeds,
@@ -353,14 +359,23 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 		TopLogprobs: req.TopLogprobs,
 		Priority:    req.Priority,
 		Notify:      req.Notify,
-		OnDone:      s.observer(ctx, in.Name, len(tokens)),
+		OnDone:      done,
 		OnAdmit:     leave,
 	})
 	if err != nil {
 		leave()
 		return nil, Errorf(BadRequest, "%v", err)
 	}
-	return newStream(ctx, gen, out, in.Name), nil
+	st := newStream(ctx, gen, out, in.Name)
+	st.done = done
+	return st, nil
+}
+
+// once is f that runs only the first time it is called; a concurrent
+// second call waits for the first to finish.
+func once(f func(runner.Event)) func(runner.Event) {
+	var o sync.Once
+	return func(ev runner.Event) { o.Do(func() { f(ev) }) }
 }
 
 // observer starts a generation's span and returns what records its

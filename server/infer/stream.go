@@ -43,6 +43,9 @@ type Stream struct {
 	parser *chatparse.Parser
 	model  string
 	raw    []runner.Event
+	// done records the generation's metrics and usage (once, shared with
+	// the runner's OnDone); called before the final event is handed over.
+	done func(runner.Event)
 }
 
 func newStream(ctx context.Context, gen *runner.Stream, out chatparse.Options, model string) *Stream {
@@ -74,6 +77,9 @@ func (s *Stream) convert(dst []Event) []Event {
 	for _, ev := range s.raw {
 		d := s.parser.Next(ev.Text, ev.Done)
 		if ev.Done {
+			if s.done != nil {
+				s.done(ev)
+			}
 			for _, w := range s.parser.Warnings() {
 				slog.Warn("model output", "model", s.model, "warning", w)
 			}
