@@ -309,7 +309,15 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 	if in.Projector != nil && in.Projector.AudioRate() > 0 {
 		lim.AudioRate = in.Projector.AudioRate()
 	}
-	if err := req.CheckMedia(in.Entry, lim); err != nil {
+	if len(req.Media) > 0 && in.projectorErr != nil {
+		return nil, Errorf(LoadFailed, "model %q: its projector cannot be loaded, so it serves text only: %v", req.Model, in.projectorErr)
+	}
+	// The loaded projector says what it encodes: no file is read again.
+	enc := encoders{model: in.Name}
+	if p := in.Projector; p != nil {
+		enc.projector, enc.vision, enc.audio = true, p.Vision(), p.Audio()
+	}
+	if err := req.checkMedia(enc, lim); err != nil {
 		return nil, err
 	}
 	req = withModelDefaults(req, in.Entry)

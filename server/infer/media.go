@@ -99,7 +99,44 @@ func (r *Request) CheckMedia(e models.Entry, lim MediaLimits) error {
 	if len(r.Media) == 0 {
 		return nil
 	}
-	if err := r.checkMediaModel(e, lim); err != nil {
+	enc, err := entryEncoders(e, r.Model)
+	if err != nil {
+		return err
+	}
+	return r.checkMedia(enc, lim)
+}
+
+// encoders are what a model's projector can encode.
+type encoders struct {
+	projector, vision, audio bool
+	model                    string // the model's canonical name, for errors about a request that names none
+}
+
+// entryEncoders reads them from the header of a stored model's projector
+// file (before the model is loaded).
+func entryEncoders(e models.Entry, name string) (encoders, error) {
+	enc := encoders{model: e.Name.String()}
+	if e.Projector() == "" {
+		return enc, nil
+	}
+	pi, err := models.ReadProjector(e.Projector())
+	if err != nil {
+		if name == "" {
+			name = enc.model
+		}
+		return enc, Errorf(LoadFailed, "model %q: %v", name, err)
+	}
+	enc.projector, enc.vision, enc.audio = true, pi.Vision, pi.Audio
+	return enc, nil
+}
+
+// checkMedia is CheckMedia with the projector's encoders known (from its
+// file, or from the loaded projector: Start reads no file).
+func (r *Request) checkMedia(enc encoders, lim MediaLimits) error {
+	if len(r.Media) == 0 {
+		return nil
+	}
+	if err := r.checkMediaModel(enc, lim); err != nil {
 		return err
 	}
 	rate := lim.AudioRate
@@ -136,7 +173,11 @@ func (s *Service) AcquireFor(ctx context.Context, req *Request) (*Instance, erro
 		if err != nil {
 			return nil, err
 		}
-		if err := req.checkMediaModel(e, s.MediaLimits); err != nil {
+		enc, err := entryEncoders(e, req.Model)
+		if err != nil {
+			return nil, err
+		}
+		if err := req.checkMediaModel(enc, s.MediaLimits); err != nil {
 			return nil, err
 		}
 	}
@@ -145,7 +186,7 @@ func (s *Service) AcquireFor(ctx context.Context, req *Request) (*Instance, erro
 
 // checkMediaModel is what CheckMedia checks before decoding: the count,
 // the model's projector and its encoders, the message refs.
-func (r *Request) checkMediaModel(e models.Entry, lim MediaLimits) error {
+func (r *Request) checkMediaModel(enc encoders, lim MediaLimits) error {
 	maxImages := lim.MaxImages
 	if maxImages <= 0 {
 		maxImages = DefaultMaxImages
@@ -155,27 +196,23 @@ func (r *Request) checkMediaModel(e models.Entry, lim MediaLimits) error {
 	}
 	name := r.Model
 	if name == "" {
-		name = e.Name.String()
+		name = enc.model
 	}
 	var images, audio bool
 	for _, m := range r.Media {
 		images = images || !m.Audio
 		audio = audio || m.Audio
 	}
-	if e.Projector() == "" {
+	if !enc.projector {
 		if images {
 			return Errorf(BadRequest, "model %q does not support images: it has no projector (a vision model's mmproj file)", name)
 		}
 		return Errorf(BadRequest, "model %q does not support audio: it has no projector (an audio model's mmproj file)", name)
 	}
-	pi, err := models.ReadProjector(e.Projector())
-	if err != nil {
-		return Errorf(LoadFailed, "model %q: %v", name, err)
-	}
-	if images && !pi.Vision {
+	if images && !enc.vision {
 		return Errorf(BadRequest, "model %q does not support images: its projector has no vision encoder", name)
 	}
-	if audio && !pi.Audio {
+	if audio && !enc.audio {
 		return Errorf(BadRequest, "model %q does not support audio: its projector has no audio encoder", name)
 	}
 	seen := make([]bool, len(r.Media))

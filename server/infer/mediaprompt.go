@@ -33,10 +33,7 @@ import (
 func mediaPrompt(ctx context.Context, in *Instance, req *Request) ([]engine.Token, []runner.Embeds, chatparse.Options, error) {
 	var out chatparse.Options
 	proj := in.Projector
-	if proj == nil {
-		if err := in.projectorErr; err != nil {
-			return nil, nil, out, Errorf(LoadFailed, "model %q: its projector cannot be loaded, so it serves text only: %v", req.Model, err)
-		}
+	if proj == nil { // Start's checkMedia refuses media without one
 		return nil, nil, out, Errorf(BadRequest, "model %q does not support images: it has no projector", req.Model)
 	}
 	if !req.Chat && req.Suffix != "" {
