@@ -102,12 +102,14 @@ bench: build
 
 # Images (issue 23): the HTTP table plus image requests/s and time to
 # first token at 1 and 4 streams, and text tok/s alone and beside 2
-# clients sending images, on the generated vision model (a model of your
-# own: make bench BENCH_FLAGS="-http -images" BENCH_MODEL=NAME.gguf, with
+# clients sending images, on the generated benchmark vision model (a
+# smol135m-shaped Q8_0 text model and a ViT-S-sized projector, 256
+# positions per image; a model of your own: make bench
+# BENCH_FLAGS="-http -images" BENCH_MODEL=NAME.gguf, with
 # NAME.mmproj.gguf beside it). BENCH_FLAGS add to or override these.
 bench-images: build
-	mkdir -p build/bench-vision && $(GO) run ./scripts/genmodel -kind vision -o build/bench-vision/vision.gguf
-	$(GO) run -ldflags "$(LDFLAGS)" ./scripts/bench -skip-raw -http -images -n 32 -streams 1,4 -modes stream -temperatures 0 $(BENCH_FLAGS) build/bench-vision/vision.gguf
+	mkdir -p build/bench-vision && $(GO) run ./scripts/genmodel -kind vision-bench -type q8_0 -o build/bench-vision/vbench.gguf
+	$(GO) run -ldflags "$(LDFLAGS)" ./scripts/bench -skip-raw -http -images -n 32 -streams 1,4 -modes stream -temperatures 0 -image-size 224 $(BENCH_FLAGS) build/bench-vision/vbench.gguf
 
 # CI's bounded bench: every case of the table once, a few tokens each, on
 # the demo model, so the benchmark itself cannot rot (no figures judged);

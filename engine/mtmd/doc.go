@@ -23,7 +23,7 @@
 //	chunks, err := p.Tokenize("look: "+mtmd.Marker()+" what is it?", []*mtmd.Media{img}, true, true)
 //	for _, c := range chunks {
 //		if c.Media != nil {
-//			embd, err := p.Encode(c.Media) // c.Media.NTokens × p.EmbdSize() floats
+//			embd, err := p.Encode(c.Media, 0) // c.Media.NTokens × p.EmbdSize() floats
 //			// decode embd through an engine.EmbdBatch at c.Media.NPos positions
 //		} else {
 //			// decode c.Text as tokens

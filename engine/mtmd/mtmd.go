@@ -51,6 +51,7 @@ type Projector struct {
 	mrope     bool
 	audioRate int
 	typ       string
+	threads   int // Options.Threads, resolved
 }
 
 var logOnce sync.Once
@@ -97,7 +98,7 @@ func Load(path string, model *engine.Model, o Options) (*Projector, error) {
 		}
 		return nil, fmt.Errorf("projector %s: %w: %s", path, ErrLoadFailed, detail)
 	}
-	p := &Projector{c: c, model: model, embd: model.EmbdSize()}
+	p := &Projector{c: c, model: model, embd: model.EmbdSize(), threads: threads}
 	p.vision = bool(C.mtmd_support_vision(c))
 	p.audio = bool(C.mtmd_support_audio(c))
 	p.nonCausal = bool(C.mtmd_decode_use_non_causal(c))
@@ -336,10 +337,23 @@ func (p *Projector) mediaChunk(ch *C.mtmd_input_chunk) (*MediaChunk, error) {
 	return mc, nil
 }
 
-// Encode runs the encoder on a media chunk of this projector and returns
-// its embeddings: NTokens rows of EmbdSize floats, row after row, ready
-// for an engine.EmbdBatch.
-func (p *Projector) Encode(c *MediaChunk) ([]float32, error) {
+// Threads is the number of CPU threads an encode uses by default
+// (Options.Threads).
+func (p *Projector) Threads() int { return p.threads }
+
+// Encode runs the encoder on a media chunk of this projector, with
+// threads CPU threads (0: Threads(); at most engine.ThreadLimit), and
+// returns its embeddings: NTokens rows of EmbdSize floats, row after row,
+// ready for an engine.EmbdBatch. The encode runs on the calling thread
+// (and, past one thread, on threads it starts), so it takes the calling
+// thread's CPU priority.
+func (p *Projector) Encode(c *MediaChunk, threads int) ([]float32, error) {
+	if threads == 0 {
+		threads = p.threads
+	}
+	if err := engine.CheckRange("encode threads", int64(threads), 1, int64(engine.ThreadLimit())); err != nil {
+		return nil, err
+	}
 	if c == nil || c.c == nil {
 		return nil, errors.New("encode: the media chunk is missing or closed")
 	}
@@ -352,7 +366,7 @@ func (p *Projector) Encode(c *MediaChunk) ([]float32, error) {
 		return nil, ErrClosed
 	}
 	takeLogErrors()
-	if rc := C.tp_mtmd_encode(p.c, c.c); rc != 0 {
+	if rc := C.tp_mtmd_encode_threads(p.c, c.c, C.int(threads)); rc != 0 {
 		return nil, fmt.Errorf("encode: llama.cpp failed (%d): %s", int(rc), strings.Join(takeLogErrors(), "; "))
 	}
 	n := c.NTokens * p.embd // bounded by mediaChunk

@@ -211,7 +211,7 @@ func encode(t *testing.T, p *mtmd.Projector, img *mtmd.Media) []float32 {
 	t.Helper()
 	chunks := tokenize(t, p, mtmd.Marker(), img)
 	mc := chunks[len(chunks)-1].Media
-	e, err := p.Encode(mc)
+	e, err := p.Encode(mc, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +224,23 @@ func encode(t *testing.T, p *mtmd.Projector, img *mtmd.Media) []float32 {
 		}
 	}
 	return e
+}
+
+// near: a and b are equal within tol of the largest magnitude.
+func near(a, b []float32, tol float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	var big float64
+	for _, v := range a {
+		big = max(big, math.Abs(float64(v)))
+	}
+	for i := range a {
+		if math.Abs(float64(a[i]-b[i])) > tol*big {
+			return false
+		}
+	}
+	return true
 }
 
 func same(a, b []float32) bool {
@@ -253,6 +270,15 @@ func TestEncode(t *testing.T) {
 	}
 	if same(e1, eb) {
 		t.Error("different images give the same embeddings")
+	}
+	// The thread count changes how the work is split, not the result.
+	chunks := tokenize(t, p, mtmd.Marker(), a1)
+	e3, err := p.Encode(chunks[len(chunks)-1].Media, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(e1, e3, 1e-5) {
+		t.Error("the same image encoded with 3 threads gives other embeddings than with 1")
 	}
 	var norm float64
 	for _, v := range e1 {
@@ -302,7 +328,7 @@ func decodeWithImage(t *testing.T, m *engine.Model, p *mtmd.Projector, img *mtmd
 	pos, last := 0, -1
 	for ci, c := range chunks {
 		if c.Media != nil {
-			e, err := p.Encode(c.Media)
+			e, err := p.Encode(c.Media, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -435,7 +461,7 @@ func TestWorstValues(t *testing.T) {
 	}
 
 	// Encode: nil, closed, another projector's chunk, a closed projector.
-	if _, err := p.Encode(nil); err == nil {
+	if _, err := p.Encode(nil, 0); err == nil {
 		t.Error("Encode(nil): no error")
 	}
 	chunks, err := p.Tokenize(M, []*mtmd.Media{img}, false, false)
@@ -448,12 +474,18 @@ func TestWorstValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p2.Encode(mc); err == nil {
+	if _, err := p2.Encode(mc, 0); err == nil {
 		t.Error("Encode of another projector's chunk: no error")
+	}
+	// Thread counts out of range are refused before llama.cpp sees them.
+	for _, n := range []int{-1, math.MinInt, engine.ThreadLimit() + 1, math.MaxInt} {
+		if _, err := p.Encode(mc, n); err == nil {
+			t.Errorf("Encode with %d threads: no error", n)
+		}
 	}
 	p2.Close()
 	p2.Close() // twice is harmless
-	if _, err := p2.Encode(mc); err == nil {
+	if _, err := p2.Encode(mc, 0); err == nil {
 		t.Error("Encode on a closed projector: no error")
 	}
 	if _, err := p2.Tokenize(M, []*mtmd.Media{img}, true, true); !errors.Is(err, mtmd.ErrClosed) {
@@ -461,7 +493,7 @@ func TestWorstValues(t *testing.T) {
 	}
 	mc.Close()
 	mc.Close()
-	if _, err := p.Encode(mc); err == nil {
+	if _, err := p.Encode(mc, 0); err == nil {
 		t.Error("Encode of a closed chunk: no error")
 	}
 	// The smallest image and extreme shapes are fine.
@@ -659,7 +691,7 @@ func TestConcurrent(t *testing.T) {
 				return
 			}
 			defer mtmd.CloseChunks(chunks)
-			e, err := p.Encode(chunks[0].Media)
+			e, err := p.Encode(chunks[0].Media, 0)
 			if err != nil {
 				errs <- err
 				return

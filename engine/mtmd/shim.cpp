@@ -43,14 +43,6 @@ mtmd_input_chunks *tp_mtmd_tokenize(mtmd_context *ctx, const char *text, bool ad
     }
 }
 
-int32_t tp_mtmd_encode(mtmd_context *ctx, const mtmd_input_chunk *chunk) {
-    try {
-        return mtmd_encode_chunk(ctx, chunk);
-    } catch (...) {
-        return -1;
-    }
-}
-
 mtmd_bitmap *tp_bitmap_image(uint32_t nx, uint32_t ny, const unsigned char *data) {
     try {
         return mtmd_bitmap_init(nx, ny, data);

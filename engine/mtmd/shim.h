@@ -28,8 +28,10 @@ mtmd_context *tp_mtmd_init(const char *path, const struct llama_model *model, bo
 mtmd_input_chunks *tp_mtmd_tokenize(mtmd_context *ctx, const char *text, bool add_special, bool parse_special,
                                     const mtmd_bitmap **bitmaps, size_t n_bitmaps, int32_t *rc);
 
-// 0 ok, other values failure (-1: exception).
-int32_t tp_mtmd_encode(mtmd_context *ctx, const mtmd_input_chunk *chunk);
+// Encodes chunk with threads CPU threads (defined beside mtmd.cpp's
+// context, in src_mtmd.cpp, to set them). Not concurrently on one
+// context. 0 ok, other values failure (-1: exception).
+int32_t tp_mtmd_encode_threads(mtmd_context *ctx, const mtmd_input_chunk *chunk, int threads);
 
 // NULL when out of memory.
 mtmd_bitmap *tp_bitmap_image(uint32_t nx, uint32_t ny, const unsigned char *data);

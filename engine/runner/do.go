@@ -19,11 +19,9 @@ const (
 )
 
 // Do runs f on the runner's loop, between two decode steps, and returns
-// when it has run. It is for work that keeps the CPU threads as busy as a
-// decode does — a projector encoding an image: run beside the loop, the
-// two thread pools would fight over the cores (each slowing the other
-// many times over); run here, f delays the other slots' next step by its
-// own duration and no more. At most one task runs per step.
+// when it has run: f delays the other slots' next step by its own
+// duration and no more. At most one task runs per step. (Encode uses it
+// for an encode on an idle runner.)
 //
 // If ctx ends before the loop takes f, f never runs and Do returns ctx's
 // error; once taken, f runs to its end and Do waits for it. Do on a closed

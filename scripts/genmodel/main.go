@@ -6,12 +6,15 @@
 //	go run ./scripts/genmodel -kind small -type f16 -seed 7 -o /tmp/small.gguf
 //	go run ./scripts/genmodel -kind reranker -o /tmp/reranker.gguf
 //	go run ./scripts/genmodel -kind vision -o /tmp/vision.gguf
+//	go run ./scripts/genmodel -kind vision-bench -type q8_0 -o /tmp/vbench.gguf
 //
 // Kinds: bigram (known greedy answers, always F32), reranker (a BERT
 // reranker with known scores, always F32), vision (a tiny random text
 // model and its LLaVA-style projector, written beside it as
-// NAME.mmproj.gguf for -o NAME.gguf; always F32), llama1b, small and tiny
-// (random weights of -type f32, f16, q8_0 or q4_0).
+// NAME.mmproj.gguf for -o NAME.gguf; always F32), vision-bench (the same
+// with a smol135m text model of -type and a ViT-S-sized projector, for
+// benchmarks), llama1b, smol135m, small and tiny (random weights of -type
+// f32, f16, q8_0 or q4_0).
 package main
 
 import (
@@ -26,7 +29,7 @@ import (
 )
 
 func main() {
-	kind := flag.String("kind", "bigram", "model: bigram, reranker, vision, llama1b, smol135m, small or tiny")
+	kind := flag.String("kind", "bigram", "model: bigram, reranker, vision, vision-bench, llama1b, smol135m, small or tiny")
 	typ := flag.String("type", "q4_0", "weight type of the random models: f32, f16, q8_0 or q4_0")
 	seed := flag.Int64("seed", 1, "seed of the random models")
 	out := flag.String("o", "", "output file (required)")
@@ -49,9 +52,16 @@ func run(kind, typ string, seed int64, out string) error {
 		err = testmodels.WriteBigram(out)
 	case "reranker":
 		err = testmodels.WriteReranker(out)
-	case "vision":
+	case "vision", "vision-bench":
 		proj := strings.TrimSuffix(out, ".gguf") + ".mmproj.gguf"
-		if err = testmodels.WriteVision(out, proj); err == nil {
+		if kind == "vision" {
+			err = testmodels.WriteVision(out, proj)
+		} else if t, terr := tensorType(typ); terr != nil {
+			err = terr
+		} else {
+			err = testmodels.WriteVisionOf(out, proj, testmodels.Smol135M, t, testmodels.VisionBench)
+		}
+		if err == nil {
 			if fi, serr := os.Stat(proj); serr == nil {
 				fmt.Printf("wrote %s: %d bytes\n", proj, fi.Size())
 			}
@@ -60,22 +70,13 @@ func run(kind, typ string, seed int64, out string) error {
 		shape := map[string]testmodels.Shape{
 			"llama1b": testmodels.Llama1B, "smol135m": testmodels.Smol135M, "small": testmodels.Small, "tiny": testmodels.Tiny,
 		}[strings.ToLower(kind)]
-		var t gguf.TensorType
-		switch strings.ToLower(typ) {
-		case "f32":
-			t = gguf.F32
-		case "f16":
-			t = gguf.F16
-		case "q8_0":
-			t = gguf.Q8_0
-		case "q4_0":
-			t = gguf.Q4_0
-		default:
-			return fmt.Errorf("unknown -type %q (f32, f16, q8_0, q4_0)", typ)
+		t, terr := tensorType(typ)
+		if terr != nil {
+			return terr
 		}
 		err = testmodels.WriteRandomLlama(out, shape, t, seed)
 	default:
-		return fmt.Errorf("unknown -kind %q (bigram, reranker, vision, llama1b, smol135m, small, tiny)", kind)
+		return fmt.Errorf("unknown -kind %q (bigram, reranker, vision, vision-bench, llama1b, smol135m, small, tiny)", kind)
 	}
 	if err != nil {
 		return err
@@ -86,4 +87,18 @@ func run(kind, typ string, seed int64, out string) error {
 	}
 	fmt.Printf("wrote %s: %d bytes in %s\n", out, fi.Size(), time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+func tensorType(typ string) (gguf.TensorType, error) {
+	switch strings.ToLower(typ) {
+	case "f32":
+		return gguf.F32, nil
+	case "f16":
+		return gguf.F16, nil
+	case "q8_0":
+		return gguf.Q8_0, nil
+	case "q4_0":
+		return gguf.Q4_0, nil
+	}
+	return 0, fmt.Errorf("unknown -type %q (f32, f16, q8_0, q4_0)", typ)
 }

@@ -21,15 +21,13 @@ import (
 //     rendered as any prompt is (template, chat template, thinking);
 //  2. mtmd tokenizes it into text chunks and media chunks, each medium
 //     replaced by the tokens the model's template family uses around it;
-//  3. each media chunk is encoded on the runner's loop between two decode
-//     steps (runner.Do): beside the loop, the encode's and the decode's
-//     thread pools would fight over the cores and slow each other many
-//     times over; there, it delays the other slots' next step by one
-//     encode. The batching loop then decodes the embeddings: a span of the
-//     runner request
-//     (runner.Embeds) whose prompt positions hold placeholders derived
-//     from the medium's hash, so the prefix cache reuses an image only for
-//     the same pixels.
+//  3. each media chunk is encoded through runner.Encode: on an idle
+//     runner on its loop with all its threads, beside a busy one on a
+//     low-priority thread, so that the slots decoding keep their speed.
+//     The batching loop then decodes the embeddings: a span of the
+//     runner request (runner.Embeds) whose prompt positions hold
+//     placeholders derived from the medium's hash, so the prefix cache
+//     reuses an image only for the same pixels.
 func mediaPrompt(ctx context.Context, in *Instance, req *Request) ([]engine.Token, []runner.Embeds, chatparse.Options, error) {
 	var out chatparse.Options
 	proj := in.Projector
@@ -76,7 +74,7 @@ func mediaPrompt(ctx context.Context, in *Instance, req *Request) ([]engine.Toke
 		}
 		var data []float32
 		var encErr error
-		if err := in.Runner.Do(ctx, func() { data, encErr = proj.Encode(c.Media) }); err != nil {
+		if err := in.Runner.Encode(ctx, func(threads int) { data, encErr = proj.Encode(c.Media, threads) }); err != nil {
 			return nil, nil, out, Errorf(BadRequest, "encode media: %v", err)
 		}
 		if encErr != nil {
