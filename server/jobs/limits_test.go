@@ -12,8 +12,11 @@ import (
 
 // A run past the deadline is stopped (its context ends) and the job fails
 // with "deadline exceeded"; the worker then runs the next job.
-func TestDeadline(t *testing.T) {
-	s, err := Open(Config{Dir: t.TempDir(), Deadline: 50 * time.Millisecond})
+func TestDeadline(t *testing.T) { each(t, testDeadline) }
+
+func testDeadline(t *testing.T, cfg Config) {
+	cfg.Deadline = 50 * time.Millisecond
+	s, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +47,11 @@ func TestDeadline(t *testing.T) {
 
 // A cancelled job stays cancelled, not "deadline exceeded", and a job
 // that finishes in time completes: the deadline only fails overdue runs.
-func TestDeadlineOnlyOverdue(t *testing.T) {
-	s, err := Open(Config{Dir: t.TempDir(), Deadline: time.Hour})
+func TestDeadlineOnlyOverdue(t *testing.T) { each(t, testDeadlineOnlyOverdue) }
+
+func testDeadlineOnlyOverdue(t *testing.T, cfg Config) {
+	cfg.Deadline = time.Hour
+	s, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +81,12 @@ func TestDeadlineOnlyOverdue(t *testing.T) {
 // Each owner may have MaxQueuedPerOwner jobs queued; more are refused
 // with ErrQuota, even when submitted at once, and other owners are not
 // affected. Jobs leaving the queue make room again.
-func TestQueueQuota(t *testing.T) {
+func TestQueueQuota(t *testing.T) { each(t, testQueueQuota) }
+
+func testQueueQuota(t *testing.T, cfg Config) {
 	const quota = 3
-	s, err := Open(Config{Dir: t.TempDir(), MaxQueuedPerOwner: quota})
+	cfg.MaxQueuedPerOwner = quota
+	s, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

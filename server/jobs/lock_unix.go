@@ -9,10 +9,11 @@ import (
 	"syscall"
 )
 
-// lockDir takes an exclusive lock on dir/LOCK, held until the file is
-// closed (or the process ends, however it ends).
-func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(dir+"/LOCK", os.O_CREATE|os.O_RDWR, 0o600)
+// lockFile takes an exclusive lock on the file name (in data directory
+// dir), held until the file is closed (or the process ends, however it
+// ends).
+func lockFile(name, dir string) (*os.File, error) {
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock data dir: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 )
@@ -27,31 +26,6 @@ type StoredResponse struct {
 // it expired.
 var ErrResponseNotFound = errors.New("response not found")
 
-const responsesSchema = `
-CREATE TABLE IF NOT EXISTS responses (
-	id         TEXT PRIMARY KEY,
-	owner      TEXT NOT NULL DEFAULT '',
-	status     TEXT NOT NULL,
-	job_id     TEXT NOT NULL DEFAULT '',
-	body       BLOB NOT NULL,
-	request    BLOB NOT NULL,
-	input      BLOB NOT NULL,
-	context    BLOB NOT NULL,
-	created_at INTEGER NOT NULL,
-	expires_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS responses_expiry ON responses(expires_at);
-`
-
-// initResponses creates the responses table and prunes expired ones.
-func (s *Store) initResponses() error {
-	if _, err := s.db.Exec(responsesSchema); err != nil {
-		return err
-	}
-	_, err := s.PruneResponses(context.Background())
-	return err
-}
-
 func orEmpty(b []byte, empty string) []byte {
 	if len(b) == 0 {
 		return []byte(empty)
@@ -63,15 +37,15 @@ func orEmpty(b []byte, empty string) []byte {
 // the same id and owner (a background response as it progresses). Now
 // and then it prunes expired responses.
 func (s *Store) SaveResponse(ctx context.Context, r *StoredResponse) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO responses (id, owner, status, job_id, body, request, input, context, created_at, expires_at)
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO responses (id, owner, status, job_id, body, request, input, context, created_at, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(id) DO UPDATE SET status = excluded.status, job_id = excluded.job_id, body = excluded.body,
 			request = excluded.request, input = excluded.input, context = excluded.context, expires_at = excluded.expires_at
-		WHERE responses.owner = excluded.owner`,
+		WHERE responses.owner = excluded.owner`),
 		r.ID, r.Owner, r.Status, r.JobID, orEmpty(r.Body, "{}"), orEmpty(r.Request, "{}"), orEmpty(r.Input, "[]"), orEmpty(r.Context, "[]"),
 		r.CreatedAt.UnixNano(), r.ExpiresAt.UnixNano())
 	if err != nil {
-		return fmt.Errorf("save response %s: %w", r.ID, err)
+		return s.dbErr("save response "+r.ID, err)
 	}
 	s.mu.Lock()
 	due := time.Since(s.prunedResponses) > time.Hour
@@ -97,9 +71,9 @@ func (s *Store) UpdateResponse(ctx context.Context, id, status string, body []by
 		q += ` AND status != ?`
 		args = append(args, f)
 	}
-	res, err := s.db.ExecContext(ctx, q, args...)
+	res, err := s.db.ExecContext(ctx, s.q(q), args...)
 	if err != nil {
-		return false, fmt.Errorf("update response %s: %w", id, err)
+		return false, s.dbErr("update response "+id, err)
 	}
 	n, _ := res.RowsAffected()
 	return n == 1, nil
@@ -107,8 +81,8 @@ func (s *Store) UpdateResponse(ctx context.Context, id, status string, body []by
 
 // SetResponseJob records the job of a background response.
 func (s *Store) SetResponseJob(ctx context.Context, id, jobID string) error {
-	if _, err := s.db.ExecContext(ctx, `UPDATE responses SET job_id = ? WHERE id = ?`, jobID, id); err != nil {
-		return fmt.Errorf("update response %s: %w", id, err)
+	if _, err := s.db.ExecContext(ctx, s.q(`UPDATE responses SET job_id = ? WHERE id = ?`), jobID, id); err != nil {
+		return s.dbErr("update response "+id, err)
 	}
 	return nil
 }
@@ -119,14 +93,14 @@ func (s *Store) SetResponseJob(ctx context.Context, id, jobID string) error {
 func (s *Store) GetResponse(ctx context.Context, id, owner string) (*StoredResponse, error) {
 	var r StoredResponse
 	var created, expires int64
-	err := s.db.QueryRowContext(ctx, `SELECT id, owner, status, job_id, body, request, input, context, created_at, expires_at
-		FROM responses WHERE id = ? AND expires_at > ?`, id, time.Now().UnixNano()).
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, owner, status, job_id, body, request, input, context, created_at, expires_at
+		FROM responses WHERE id = ? AND expires_at > ?`), id, time.Now().UnixNano()).
 		Scan(&r.ID, &r.Owner, &r.Status, &r.JobID, &r.Body, &r.Request, &r.Input, &r.Context, &created, &expires)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && owner != "" && r.Owner != owner) {
 		return nil, ErrResponseNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get response %s: %w", id, err)
+		return nil, s.dbErr("get response "+id, err)
 	}
 	r.CreatedAt, r.ExpiresAt = unixTime(created), unixTime(expires)
 	return &r, nil
@@ -139,9 +113,9 @@ func (s *Store) DeleteResponse(ctx context.Context, id, owner string) error {
 	if owner != "" {
 		q, args = q+` AND owner = ?`, append(args, owner)
 	}
-	res, err := s.db.ExecContext(ctx, q, args...)
+	res, err := s.db.ExecContext(ctx, s.q(q), args...)
 	if err != nil {
-		return fmt.Errorf("delete response %s: %w", id, err)
+		return s.dbErr("delete response "+id, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return ErrResponseNotFound
@@ -151,9 +125,9 @@ func (s *Store) DeleteResponse(ctx context.Context, id, owner string) error {
 
 // PruneResponses deletes the stored responses that expired.
 func (s *Store) PruneResponses(ctx context.Context) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM responses WHERE expires_at <= ?`, time.Now().UnixNano())
+	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM responses WHERE expires_at <= ?`), time.Now().UnixNano())
 	if err != nil {
-		return 0, fmt.Errorf("prune responses: %w", err)
+		return 0, s.dbErr("prune responses", err)
 	}
 	n, _ := res.RowsAffected()
 	if n > 0 {

@@ -9,9 +9,10 @@ import (
 
 // Stored responses: owned, updated unless final, expired, deleted, and
 // kept across a reopening of the database.
-func TestResponses(t *testing.T) {
-	dir := t.TempDir()
-	s := open(t, dir)
+func TestResponses(t *testing.T) { each(t, testResponses) }
+
+func testResponses(t *testing.T, cfg Config) {
+	s := openCfg(t, cfg)
 	ctx := context.Background()
 	now := time.Now()
 	r := &StoredResponse{ID: "resp_1", Owner: "a", Status: "completed", Body: []byte(`{"status":"completed"}`),
@@ -51,7 +52,7 @@ func TestResponses(t *testing.T) {
 	}
 	s.Close()
 
-	s = open(t, dir)
+	s = openCfg(t, cfg)
 	defer s.Close()
 	if got, err := s.GetResponse(ctx, "resp_1", "a"); err != nil || got.Status != "completed" {
 		t.Fatalf("after reopening: %+v (%v)", got, err)

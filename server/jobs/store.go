@@ -14,9 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+	"github.com/tadpole-llm/tadpole/server/usage"
 )
 
 // State is where a job is in its life: queued → running → completed,
@@ -67,6 +68,10 @@ type Job struct {
 	ID    string
 	Type  string
 	Owner string // the id of the API key that submitted it ("" without keys)
+	// Model is the model the job runs on ("" for none, or unknown: any
+	// server may run it); replicas sharing PostgreSQL claim only the
+	// jobs of the models they serve.
+	Model string
 	State State
 	// Request is the job's input as submitted; Result its output once
 	// completed, Error why it failed or was cancelled.
@@ -94,8 +99,13 @@ var (
 
 // Config configures a Store.
 type Config struct {
-	// Dir is the data directory; the database is Dir/jobs.db.
+	// Dir is the data directory; the SQLite database is Dir/jobs.db
+	// unless URL names another file.
 	Dir string
+	// URL is the database: "" or "sqlite:///path/to/jobs.db" for SQLite
+	// (one server; the default), "postgres://…" or "postgresql://…" for a
+	// PostgreSQL database that several servers (replicas) share.
+	URL string
 	// Retention is how long finished jobs are kept; 0 keeps them forever.
 	Retention time.Duration
 	// MaxAttempts is how many runs of a job a crash may interrupt before
@@ -109,118 +119,181 @@ type Config struct {
 	// refuses more with ErrQuota (0: no limit). Jobs submitted without an
 	// owner share one quota.
 	MaxQueuedPerOwner int
+	// Lease (PostgreSQL) is how long a replica's claim on a running job
+	// lasts without renewal; the worker renews it every Lease/3, and a job
+	// whose lease ran out (its replica died) is claimed again by another
+	// (default DefaultLease).
+	Lease time.Duration
+	// Models (PostgreSQL) are the models whose jobs this replica claims;
+	// nil claims every job. A job without a model (cowsay) runs anywhere.
+	// Names are compared without case and without a ":latest" tag.
+	Models []string
+	// Replica names this server in the leases it holds (default
+	// host/pid); for logs and operators.
+	Replica string
 }
 
-// Store is the job database and, once started, its workers.
+// DefaultLease is Config.Lease's default.
+const DefaultLease = 30 * time.Second
+
+// Store is the job database and, once started, its workers. The SQL the
+// two databases share is here and in responses.go; what differs (the
+// claim and its lease, submission, notifications) is a backend.
 type Store struct {
 	cfg  Config
 	db   *sql.DB
-	lock *os.File
+	b    backend
+	pg   bool     // PostgreSQL: placeholders are $n; errors may mean "unavailable"
+	lock *os.File // SQLite: the data directory's lock
 
 	ctx     context.Context // ends when the store closes
 	stop    context.CancelFunc
-	wg      sync.WaitGroup
-	wake    chan struct{}
-	mu      sync.Mutex
-	running map[string]context.CancelFunc // by job id
-	started bool
+	loops   sync.WaitGroup // pruning, notifications, usage
+	workers sync.WaitGroup
+	// claiming ends at Drain or Close: workers take no new job.
+	claiming     context.Context
+	stopClaiming context.CancelFunc
+	// runs is the parent of every run; it ends at Close or when Drain's
+	// time is up, and a run it ends goes back to the queue.
+	runs     context.Context
+	stopRuns context.CancelFunc
+	wake     chan struct{}
+	mu       sync.Mutex
+	running  map[string]context.CancelFunc // by job id
+	started  bool
 
 	prunedResponses time.Time // responses.go
+	usage           *usage.Table
+	down            atomic.Bool // claims fail: the outage is logged once
 }
 
-const schema = `
-CREATE TABLE IF NOT EXISTS jobs (
-	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
-	id          TEXT NOT NULL UNIQUE,
-	type        TEXT NOT NULL,
-	owner       TEXT NOT NULL DEFAULT '',
-	state       TEXT NOT NULL,
-	request     BLOB NOT NULL,
-	result      BLOB,
-	error       TEXT NOT NULL DEFAULT '',
-	attempts    INTEGER NOT NULL DEFAULT 0,
-	created_at  INTEGER NOT NULL,
-	started_at  INTEGER NOT NULL DEFAULT 0,
-	finished_at INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, seq);
-CREATE INDEX IF NOT EXISTS jobs_finished ON jobs(finished_at) WHERE finished_at > 0;
-CREATE INDEX IF NOT EXISTS jobs_owner ON jobs(owner, state);
-`
+// backend is what SQLite and PostgreSQL do differently. A claim returns
+// a token that the later calls present: only the holder of the current
+// claim may renew, finish or requeue the job, so a job another replica
+// reclaimed is never completed twice.
+type backend interface {
+	// submit inserts j unless its owner has quota jobs queued (false).
+	submit(ctx context.Context, j *Job, quota int64) (bool, error)
+	// claim marks the oldest job this server may run as running; nil
+	// when there is none.
+	claim(ctx context.Context) (*Job, string, error)
+	// renew extends the claim; false when it is no longer held (the job
+	// was cancelled or reclaimed).
+	renew(ctx context.Context, id, token string) (bool, error)
+	// finish records a run's outcome if the claim is still held.
+	finish(ctx context.Context, id, token string, st State, result []byte, msg string) (bool, error)
+	// requeue hands a claimed job back to the queue, the attempt not
+	// counted.
+	requeue(ctx context.Context, id, token string) (bool, error)
+	// cancelled tells the other servers that a job was cancelled.
+	cancelled(ctx context.Context, id string)
+	// pollEvery bounds how long an idle worker sleeps without a wake-up.
+	pollEvery() time.Duration
+	close() error
+}
 
-// Open opens (creating) the job database in cfg.Dir, locks the directory
-// against other servers, puts the jobs a crash interrupted back in the
-// queue and prunes expired ones. Start runs the queue.
+// Open opens the job database cfg names (creating or migrating it) and
+// readies the workers; Start runs the queue. SQLite: the data directory
+// is locked against other servers, and jobs a crash left running are
+// queued again. PostgreSQL: an unreachable database, or one migrated by a
+// newer Tadpole, is an error naming the URL without its password.
 func Open(cfg Config) (*Store, error) {
-	if cfg.Dir == "" {
-		return nil, errors.New("jobs: no data directory")
-	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 3
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
 	}
-	lock, err := lockDir(cfg.Dir)
+	if cfg.Replica == "" {
+		host, _ := os.Hostname()
+		cfg.Replica = fmt.Sprintf("%s/%d", host, os.Getpid())
+	}
+	kind, path, err := ParseURL(cfg.URL)
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(cfg.Dir, "jobs.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)")
-	if err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	// One connection: every statement is atomic with respect to the
-	// others, and writes never wait on SQLite's busy handler.
-	db.SetMaxOpenConns(1)
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Store{cfg: cfg, db: db, lock: lock, ctx: ctx, stop: stop, wake: make(chan struct{}, 1), running: map[string]context.CancelFunc{}}
-	if err := s.init(); err != nil {
+	claiming, stopClaiming := context.WithCancel(ctx)
+	runs, stopRuns := context.WithCancel(ctx)
+	s := &Store{cfg: cfg, ctx: ctx, stop: stop, claiming: claiming, stopClaiming: stopClaiming, runs: runs, stopRuns: stopRuns,
+		wake: make(chan struct{}, 1), running: map[string]context.CancelFunc{}}
+	if kind == "postgres" {
+		err = s.openPostgres(cfg.URL)
+	} else {
+		if path == "" {
+			if cfg.Dir == "" {
+				stop()
+				return nil, errors.New("jobs: no data directory")
+			}
+			path = filepath.Join(cfg.Dir, "jobs.db")
+		}
+		err = s.openSQLite(path)
+	}
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	if _, err := s.Prune(context.Background()); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
+	}
+	if _, err := s.PruneResponses(context.Background()); err != nil {
+		s.Close()
+		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Store) init() error {
-	if _, err := s.db.Exec(schema); err != nil {
-		return err
+// Shared reports whether other servers share the store (PostgreSQL).
+func (s *Store) Shared() bool { return s.pg }
+
+// Close stops the workers (a job they are running goes back to the
+// queue), pushes the last usage counts, then closes the database and
+// unlocks the directory.
+func (s *Store) Close() error {
+	s.stop()
+	s.workers.Wait()
+	s.loops.Wait()
+	s.flushUsage(context.Background())
+	err := s.b.close()
+	if s.lock != nil {
+		if lerr := s.lock.Close(); err == nil {
+			err = lerr
+		}
 	}
-	if err := s.initResponses(); err != nil { // responses.go
-		return err
-	}
-	now := time.Now().UnixNano()
-	res, err := s.db.Exec(`UPDATE jobs SET state = 'failed', finished_at = ?,
-		error = 'the server stopped while it ran, ' || attempts || ' times'
-		WHERE state = 'running' AND attempts >= ?`, now, s.cfg.MaxAttempts)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n > 0 {
-		slog.Warn("jobs interrupted too often failed", "jobs", n)
-	}
-	res, err = s.db.Exec(`UPDATE jobs SET state = 'queued', started_at = 0 WHERE state = 'running'`)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n > 0 {
-		slog.Info("jobs interrupted by a stop are queued again", "jobs", n)
-	}
-	_, err = s.Prune(context.Background())
 	return err
 }
 
-// Close stops the workers (a job they are running goes back to the
-// queue), then closes the database and unlocks the directory.
-func (s *Store) Close() error {
-	s.stop()
-	s.wg.Wait()
-	err := s.db.Close()
-	if lerr := s.lock.Close(); err == nil {
-		err = lerr
+// q rewrites a query's ? placeholders as PostgreSQL's $1, $2 … (no query
+// here has a ? inside a string literal).
+func (s *Store) q(query string) string {
+	if !s.pg {
+		return query
 	}
-	return err
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// ErrUnavailable: the database cannot be reached (PostgreSQL stopped or
+// unreachable); the caller may try again later.
+var ErrUnavailable = errors.New("the job database is unavailable")
+
+// dbErr wraps a database error with what was being done, marking those
+// that mean the database cannot be reached with ErrUnavailable.
+func (s *Store) dbErr(op string, err error) error {
+	if s.pg && unreachable(err) {
+		return fmt.Errorf("%s: %w (%v)", op, ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 // newID is a new random job id.
@@ -230,11 +303,16 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-// Submit stores a new queued job; it is durable when Submit returns. An
-// owner with MaxQueuedPerOwner jobs queued already gets ErrQuota: the
-// count and the insert are one statement, so concurrent submissions
-// cannot overshoot the quota.
+// Submit stores a new queued job of no particular model (SubmitModel).
 func (s *Store) Submit(ctx context.Context, typ, owner string, request []byte) (*Job, error) {
+	return s.SubmitModel(ctx, typ, owner, "", request)
+}
+
+// SubmitModel stores a new queued job that runs on model; it is durable
+// when SubmitModel returns. An owner with MaxQueuedPerOwner jobs queued
+// already gets ErrQuota: the count and the insert are atomic, so
+// concurrent submissions cannot overshoot the quota.
+func (s *Store) SubmitModel(ctx context.Context, typ, owner, model string, request []byte) (*Job, error) {
 	if request == nil {
 		request = []byte{}
 	}
@@ -242,20 +320,22 @@ func (s *Store) Submit(ctx context.Context, typ, owner string, request []byte) (
 	if quota <= 0 {
 		quota = math.MaxInt64
 	}
-	j := &Job{ID: newID(), Type: typ, Owner: owner, State: Queued, Request: request, CreatedAt: time.Now().UTC()}
-	res, err := s.db.ExecContext(ctx, `INSERT INTO jobs (id, type, owner, state, request, created_at)
-		SELECT ?, ?, ?, ?, ?, ? WHERE (SELECT COUNT(*) FROM jobs WHERE owner = ? AND state = 'queued') < ?`,
-		j.ID, j.Type, j.Owner, j.State, j.Request, j.CreatedAt.UnixNano(), j.Owner, quota)
+	j := &Job{ID: newID(), Type: typ, Owner: owner, Model: modelKey(model), State: Queued, Request: request, CreatedAt: time.Now().UTC()}
+	ok, err := s.b.submit(ctx, j, quota)
 	if err != nil {
-		return nil, fmt.Errorf("submit job: %w", err)
+		return nil, s.dbErr("submit job", err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return nil, fmt.Errorf("submit job: %w", err)
-	} else if n == 0 {
+	if !ok {
 		return nil, fmt.Errorf("%w: at most %d may wait per owner", ErrQuota, quota)
 	}
 	s.poke()
 	return j, nil
+}
+
+// modelKey is the form of a model name that claims compare: lower case,
+// without the default ":latest" tag.
+func modelKey(m string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(m)), ":latest")
 }
 
 // poke wakes an idle worker, if one waits.
@@ -290,12 +370,12 @@ func unixTime(ns int64) time.Time {
 
 // Get returns the job with this id.
 func (s *Store) Get(ctx context.Context, id string) (*Job, error) {
-	j, err := scanJob(s.db.QueryRowContext(ctx, `SELECT `+columns+` FROM jobs WHERE id = ?`, id))
+	j, err := scanJob(s.db.QueryRowContext(ctx, s.q(`SELECT `+columns+` FROM jobs WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get job %s: %w", id, err)
+		return nil, s.dbErr("get job "+id, err)
 	}
 	return j, nil
 }
@@ -338,10 +418,10 @@ func (s *Store) List(ctx context.Context, q Query) ([]*Job, string, error) {
 		limit = 50
 	}
 	limit = min(limit, 1000)
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, id, type, owner, state, request, NULL, error, attempts, created_at, started_at, finished_at
-		FROM jobs WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?`, append(args, limit+1)...)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, id, type, owner, state, request, NULL, error, attempts, created_at, started_at, finished_at
+		FROM jobs WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?`), append(args, limit+1)...)
 	if err != nil {
-		return nil, "", fmt.Errorf("list jobs: %w", err)
+		return nil, "", s.dbErr("list jobs", err)
 	}
 	defer rows.Close()
 	var out []*Job
@@ -350,12 +430,12 @@ func (s *Store) List(ctx context.Context, q Query) ([]*Job, string, error) {
 		var seq int64
 		j, err := scanJob(seqScanner{rows, &seq})
 		if err != nil {
-			return nil, "", fmt.Errorf("list jobs: %w", err)
+			return nil, "", s.dbErr("list jobs", err)
 		}
 		out, seqs = append(out, j), append(seqs, seq)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("list jobs: %w", err)
+		return nil, "", s.dbErr("list jobs", err)
 	}
 	next := ""
 	if len(out) > limit {
@@ -377,7 +457,7 @@ func (s seqScanner) Scan(dest ...any) error { return s.rows.Scan(append([]any{s.
 func (s *Store) Counts(ctx context.Context) (map[State]int, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT state, COUNT(*) FROM jobs GROUP BY state`)
 	if err != nil {
-		return nil, fmt.Errorf("count jobs: %w", err)
+		return nil, s.dbErr("count jobs", err)
 	}
 	defer rows.Close()
 	out := map[State]int{}
@@ -385,28 +465,34 @@ func (s *Store) Counts(ctx context.Context) (map[State]int, error) {
 		var st State
 		var n int
 		if err := rows.Scan(&st, &n); err != nil {
-			return nil, fmt.Errorf("count jobs: %w", err)
+			return nil, s.dbErr("count jobs", err)
 		}
 		out[st] = n
 	}
 	return out, rows.Err()
 }
 
+// stopLocal stops the run of job id if this server runs it.
+func (s *Store) stopLocal(id string) {
+	s.mu.Lock()
+	if cancel := s.running[id]; cancel != nil {
+		cancel()
+	}
+	s.mu.Unlock()
+}
+
 // Cancel cancels a queued or running job (a running one stops at its
 // next step) and returns it; a finished job is returned with ErrFinished.
 func (s *Store) Cancel(ctx context.Context, id string) (*Job, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE jobs SET state = 'cancelled', finished_at = ?, error = 'cancelled'
-		WHERE id = ? AND state IN ('queued', 'running')`, time.Now().UnixNano(), id)
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE jobs SET state = 'cancelled', finished_at = ?, error = 'cancelled'
+		WHERE id = ? AND state IN ('queued', 'running')`), time.Now().UnixNano(), id)
 	if err != nil {
-		return nil, fmt.Errorf("cancel job %s: %w", id, err)
+		return nil, s.dbErr("cancel job "+id, err)
 	}
 	n, _ := res.RowsAffected()
 	if n == 1 {
-		s.mu.Lock()
-		if cancel := s.running[id]; cancel != nil {
-			cancel()
-		}
-		s.mu.Unlock()
+		s.stopLocal(id)
+		s.b.cancelled(ctx, id) // the server running it may be another
 	}
 	j, err := s.Get(ctx, id)
 	if err == nil && n == 0 {
@@ -420,10 +506,10 @@ func (s *Store) Prune(ctx context.Context) (int64, error) {
 	if s.cfg.Retention <= 0 {
 		return 0, nil
 	}
-	res, err := s.db.ExecContext(ctx, `DELETE FROM jobs WHERE finished_at > 0 AND finished_at < ?`,
+	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM jobs WHERE finished_at > 0 AND finished_at < ?`),
 		time.Now().Add(-s.cfg.Retention).UnixNano())
 	if err != nil {
-		return 0, fmt.Errorf("prune jobs: %w", err)
+		return 0, s.dbErr("prune jobs", err)
 	}
 	n, _ := res.RowsAffected()
 	if n > 0 {

@@ -2,11 +2,11 @@ package jobs
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,12 +14,12 @@ import (
 // ends (the job was cancelled, or the server is stopping).
 type RunFunc func(ctx context.Context, j *Job) ([]byte, error)
 
-// pollInterval bounds how long a queued job can wait for an idle worker
-// that missed its wake-up.
-const pollInterval = 10 * time.Second
+// opTimeout bounds one bookkeeping statement of a worker (claim, renew,
+// outcome), so an unreachable database cannot hang it.
+const opTimeout = 15 * time.Second
 
-// Start runs the queue with n workers (at least 1) until Close, and
-// prunes expired jobs periodically. It may be called once.
+// Start runs the queue with n workers (at least 1) until Drain or Close,
+// and prunes expired jobs periodically. It may be called once.
 func (s *Store) Start(n int, run RunFunc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -28,60 +28,97 @@ func (s *Store) Start(n int, run RunFunc) {
 	}
 	s.started = true
 	for range max(n, 1) {
-		s.wg.Add(1)
+		s.workers.Add(1)
 		go s.work(run)
 	}
 	if s.cfg.Retention > 0 {
-		s.wg.Add(1)
+		s.loops.Add(1)
 		go s.pruneLoop()
 	}
 }
 
+// Drain is the first half of a graceful stop: workers claim no new job
+// from now on, running jobs may finish until ctx ends, and those still
+// running then are stopped and handed back to the queue (queued, claim
+// cleared, the attempt not counted) for another server to take. It
+// returns when every worker has stopped; Close must still be called.
+func (s *Store) Drain(ctx context.Context) error {
+	s.stopClaiming()
+	done := make(chan struct{})
+	go func() { s.workers.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	n := len(s.running)
+	s.mu.Unlock()
+	slog.Info("jobs still running at the end of the drain go back to the queue", "jobs", n)
+	s.stopRuns()
+	<-done
+	return nil
+}
+
 func (s *Store) work(run RunFunc) {
-	defer s.wg.Done()
-	for s.ctx.Err() == nil {
-		j, err := s.claim()
-		if err != nil {
-			slog.Error("claim a job", "error", err)
-		}
+	defer s.workers.Done()
+	for s.claiming.Err() == nil {
+		j, token := s.claim()
 		if j == nil {
 			select {
-			case <-s.ctx.Done():
+			case <-s.claiming.Done():
 			case <-s.wake:
-			case <-time.After(pollInterval):
+			case <-time.After(s.b.pollEvery()):
 			}
 			continue
 		}
 		s.poke() // there may be more: let another idle worker look
-		s.runOne(j, run)
+		s.runOne(j, token, run)
 	}
 }
 
-// claim marks the oldest queued job running and returns it (nil when the
-// queue is empty).
-func (s *Store) claim() (*Job, error) {
-	row := s.db.QueryRowContext(s.ctx, `UPDATE jobs SET state = 'running', started_at = ?, attempts = attempts + 1
-		WHERE seq = (SELECT seq FROM jobs WHERE state = 'queued' ORDER BY seq LIMIT 1)
-		RETURNING `+columns, time.Now().UnixNano())
-	j, err := scanJob(row)
-	if errors.Is(err, sql.ErrNoRows) || s.ctx.Err() != nil {
-		return nil, nil
+// claim claims the next job (nil when there is none or the database
+// cannot be reached). The statement is not cancelled by a stop, so a job
+// is never claimed without the worker knowing; one claimed as the stop
+// came goes straight back.
+func (s *Store) claim() (*Job, string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), opTimeout)
+	defer cancel()
+	j, token, err := s.b.claim(ctx)
+	if err != nil {
+		if !s.down.Swap(true) {
+			slog.Error("claim a job: the job database fails; retrying", "error", s.dbErr("claim", err))
+		}
+		return nil, ""
 	}
-	return j, err
+	if s.down.Swap(false) {
+		slog.Info("the job database is back: claiming jobs again")
+	}
+	if j != nil && s.claiming.Err() != nil {
+		if _, err := s.b.requeue(ctx, j.ID, token); err != nil {
+			slog.Warn("hand a job claimed while stopping back", "id", j.ID, "error", err)
+		}
+		return nil, ""
+	}
+	return j, token
 }
 
 // runOne runs a claimed job and records its outcome, unless the job was
-// cancelled meanwhile. A job the server's stop interrupted goes back to
-// the queue.
-func (s *Store) runOne(j *Job, run RunFunc) {
-	ctx, cancel := context.WithCancel(s.ctx)
+// cancelled or reclaimed meanwhile: the outcome is written only while
+// the claim is held. A run the stop (or a drain's end) interrupted goes
+// back to the queue.
+func (s *Store) runOne(j *Job, token string, run RunFunc) {
+	ctx, cancel := context.WithCancel(s.runs)
 	s.mu.Lock()
 	s.running[j.ID] = cancel
 	s.mu.Unlock()
 	var state State
-	if err := s.db.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ?`, j.ID).Scan(&state); err == nil && state != Running {
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT state FROM jobs WHERE id = ?`), j.ID).Scan(&state); err == nil && state != Running {
 		cancel() // cancelled between the claim and now
 	}
+	var lost atomic.Bool
+	renewed := make(chan struct{})
+	go s.renewLoop(ctx, j, token, cancel, &lost, renewed)
 	start := time.Now()
 	runCtx, stopRun := ctx, context.CancelFunc(func() {})
 	if s.cfg.Deadline > 0 {
@@ -93,35 +130,93 @@ func (s *Store) runOne(j *Job, run RunFunc) {
 	overdue := errors.Is(runCtx.Err(), context.DeadlineExceeded)
 	stopRun()
 	cancel()
+	<-renewed
 	s.mu.Lock()
 	delete(s.running, j.ID)
 	s.mu.Unlock()
 
-	now := time.Now().UnixNano()
-	bg := context.Background() // the outcome is written even while stopping
-	var dbErr error
+	log := slog.With("id", j.ID, "type", j.Type, "attempt", j.Attempts)
 	switch {
+	case lost.Load():
+		log.Warn("job dropped: its claim was lost (cancelled, or reclaimed by another server after the lease ran out)")
 	case err == nil:
-		_, dbErr = s.db.ExecContext(bg, `UPDATE jobs SET state = 'completed', result = ?, finished_at = ? WHERE id = ? AND state = 'running'`,
-			result, now, j.ID)
-		slog.Info("job completed", "id", j.ID, "type", j.Type, "attempt", j.Attempts, "took", time.Since(start).Round(time.Millisecond))
-	case s.ctx.Err() != nil:
-		_, dbErr = s.db.ExecContext(bg, `UPDATE jobs SET state = 'queued', started_at = 0, attempts = attempts - 1 WHERE id = ? AND state = 'running'`, j.ID)
-		slog.Info("job interrupted by the stop; queued again", "id", j.ID, "type", j.Type)
+		if s.record(log, j.ID, token, Completed, result, "") {
+			log.Info("job completed", "took", time.Since(start).Round(time.Millisecond))
+		}
+	case s.runs.Err() != nil:
+		rctx, rcancel := context.WithTimeout(context.Background(), opTimeout)
+		ok, rerr := s.b.requeue(rctx, j.ID, token)
+		rcancel()
+		switch {
+		case rerr != nil:
+			log.Warn("job interrupted by the stop; its lease will run out and another server will take it", "error", rerr)
+		case ok:
+			log.Info("job interrupted by the stop; queued again")
+		}
 	case overdue:
 		msg := fmt.Sprintf("deadline exceeded: the job ran longer than the server's limit of %v", s.cfg.Deadline)
-		_, dbErr = s.db.ExecContext(bg, `UPDATE jobs SET state = 'failed', error = ?, finished_at = ? WHERE id = ? AND state = 'running'`,
-			msg, now, j.ID)
-		slog.Warn("job failed", "id", j.ID, "type", j.Type, "error", msg)
+		if s.record(log, j.ID, token, Failed, nil, msg) {
+			log.Warn("job failed", "error", msg)
+		}
 	default:
-		_, dbErr = s.db.ExecContext(bg, `UPDATE jobs SET state = 'failed', error = ?, finished_at = ? WHERE id = ? AND state = 'running'`,
-			err.Error(), now, j.ID)
-		if ctx.Err() == nil {
-			slog.Warn("job failed", "id", j.ID, "type", j.Type, "error", err)
+		if s.record(log, j.ID, token, Failed, nil, err.Error()) && ctx.Err() == nil {
+			log.Warn("job failed", "error", err)
 		}
 	}
-	if dbErr != nil {
-		slog.Error("record a job's outcome", "id", j.ID, "error", dbErr)
+}
+
+// record writes a run's outcome if the claim is still held, reporting
+// whether it did. While the database cannot be reached it tries again
+// until the store closes: the claim check is atomic with the write, so a
+// late write is still exactly one.
+func (s *Store) record(log *slog.Logger, id, token string, st State, result []byte, msg string) bool {
+	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		ok, err := s.b.finish(ctx, id, token, st, result, msg)
+		cancel()
+		if err == nil {
+			if !ok {
+				log.Info("job outcome not written: the job was cancelled, or another server holds it now", "state", st)
+			}
+			return ok
+		}
+		err = s.dbErr("record a job's outcome", err)
+		if !errors.Is(err, ErrUnavailable) {
+			log.Error("record a job's outcome", "error", err)
+			return false
+		}
+		log.Warn("record a job's outcome: retrying", "error", err)
+		select {
+		case <-s.ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+	}
+}
+
+// renewLoop renews a running job's lease every Lease/3 until ctx ends;
+// a claim no longer held (the job was cancelled or reclaimed) stops the
+// run. A renewal the database does not answer is tried at the next tick:
+// the run goes on, and if the lease runs out meanwhile another server
+// may take the job, and this run's outcome will not be written.
+func (s *Store) renewLoop(ctx context.Context, j *Job, token string, stop context.CancelFunc, lost *atomic.Bool, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(max(s.cfg.Lease/3, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, max(s.cfg.Lease/3, time.Second))
+		ok, err := s.b.renew(rctx, j.ID, token)
+		cancel()
+		if err == nil && !ok && ctx.Err() == nil {
+			lost.Store(true)
+			stop()
+			return
+		}
 	}
 }
 
@@ -137,7 +232,7 @@ func safeRun(ctx context.Context, run RunFunc, j *Job) (result []byte, err error
 }
 
 func (s *Store) pruneLoop() {
-	defer s.wg.Done()
+	defer s.loops.Done()
 	every := min(max(s.cfg.Retention/4, time.Minute), time.Hour)
 	t := time.NewTicker(every)
 	defer t.Stop()

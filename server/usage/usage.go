@@ -39,10 +39,16 @@ type Reader interface {
 }
 
 // Table holds the counters of every key by id. The zero value is ready to
-// use.
+// use. Shared (Share), its Snapshot is the totals of every server that
+// shares the sink.
 type Table struct {
 	mu sync.Mutex
 	m  map[string]*Counters
+	// sharing (share.go)
+	sink    Sink
+	flushMu sync.Mutex          // one Flush at a time
+	flushed map[string]Snapshot // this server's counts the sink has
+	totals  map[string]Snapshot // every server's totals, as last read
 }
 
 // For returns the counters of the key with this id, creating them.
@@ -60,10 +66,19 @@ func (t *Table) For(key string) *Counters {
 	return c
 }
 
-// Snapshot returns every key's usage, sorted by key id.
+// Snapshot returns every key's usage, sorted by key id: this server's
+// counts, or with a sink every server's (share.go).
 func (t *Table) Snapshot() []Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.sink != nil {
+		return t.sharedLocked()
+	}
+	return t.localLocked()
+}
+
+// localLocked is this server's counts, sorted by key id.
+func (t *Table) localLocked() []Snapshot {
 	out := make([]Snapshot, 0, len(t.m))
 	for k, c := range t.m {
 		out = append(out, Snapshot{
