@@ -87,6 +87,13 @@ type Config struct {
 	// at connect time; at most MaxBody bytes an image, 10 s, 3 redirects,
 	// MaxImages URLs a request). Off, such URLs are a 400.
 	AllowImageURLs bool
+	// MetricsCompat also exports the model-server gauges (waiting and
+	// running requests, KV-cache use) under another server's names
+	// (--metrics-compat vllm).
+	MetricsCompat telemetry.Compat
+	// Preload are the models Preload loads (keep_alive forever); /readyz
+	// answers 503 until they are loaded.
+	Preload []string
 	// imageURLHosts may be fetched at any address (media.Fetcher.Allow):
 	// for tests, whose servers listen on loopback.
 	imageURLHosts []string
@@ -111,6 +118,9 @@ type Server struct {
 	tls       *tls.Config
 	hosts     []string
 	metrics   metricsServer
+	infer     *infer.Service
+	drain     drainState
+	preload   preloadState
 }
 
 // New builds a server; it loads no model until a request needs one.
@@ -122,8 +132,8 @@ func New(cfg Config) *Server {
 	allowed := newOrigins(cfg.CORSOrigins)
 	e.Use(hostGuard(cfg.Hosts), originGuard(allowed), cors(allowed))
 	e.HTTPErrorHandler = dialect.ErrorHandler(ollama.ErrorHandler)
-	s := &Server{echo: e, sched: sched.New(cfg.Sched), tls: cfg.TLS, hosts: cfg.Hosts}
-	src := telemetry.Sources{Sched: s.sched, GPUs: s.sched.Config().GPUs}
+	s := &Server{echo: e, sched: sched.New(cfg.Sched), tls: cfg.TLS, hosts: cfg.Hosts, preload: preloadState{names: cfg.Preload}}
+	src := telemetry.Sources{Sched: s.sched, GPUs: s.sched.Config().GPUs, Compat: cfg.MetricsCompat}
 	if cfg.Auth.Enabled() {
 		src.Usage = cfg.Auth.Usage()
 	}
@@ -132,7 +142,7 @@ func New(cfg Config) *Server {
 		slog.Error("telemetry disabled", "error", err)
 	}
 	s.telemetry = tel
-	e.Use(s.requestLog, bodyTypeGuard, cfg.Auth.Middleware(), bodyLimit(cfg.MaxBody))
+	e.Use(s.requestLog, s.drainGuard, bodyTypeGuard, cfg.Auth.Middleware(), bodyLimit(cfg.MaxBody))
 	if cfg.WriteTimeout > 0 {
 		e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error {
@@ -148,6 +158,8 @@ func New(cfg Config) *Server {
 	h := &ollama.Handler{Store: store, Sched: s.sched, Infer: &infer.Service{Store: store, Sched: s.sched, Telemetry: tel,
 		MediaLimits: infer.MediaLimits{MaxImages: cfg.MaxImages, MaxImagePixels: cfg.MaxImagePixels, Fetcher: imageFetcher(cfg)}}, AllowRegistries: cfg.AllowRegistries}
 	h.Register(e)
+	s.infer = h.Infer
+	s.registerHealth(e)
 	oa := &openai.Handler{Infer: h.Infer, Store: store}
 	oa.RegisterV1(e.Group("/v1", openai.Errors))
 	(&anthropic.Handler{Infer: h.Infer}).Register(e) // /v1/messages: Anthropic's, with its own error shape
@@ -189,14 +201,17 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops accepting requests, waits for running ones until ctx
-// ends, then unloads every model.
+// ends (then cuts them), then unloads every model. Drain first to refuse
+// new requests while the listener is still open.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.mu.Lock()
 	hs := s.http
 	s.mu.Unlock()
 	if hs != nil {
-		err = hs.Shutdown(ctx)
+		if err = hs.Shutdown(ctx); err != nil {
+			hs.Close() // ctx ended: cut the requests still running
+		}
 	}
 	s.metrics.shutdown(ctx)
 	if s.jobs != nil {

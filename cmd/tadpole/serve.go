@@ -22,6 +22,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/sched"
+	"github.com/tadpole-llm/tadpole/server/telemetry"
 )
 
 // env returns the environment variable's value or def.
@@ -121,6 +122,8 @@ type serveOptions struct {
 	host, modelsDir, keepAlive, flash, kvType, backends *string
 	logLevel, origins, logFormat, maxBlob, minFree      *string
 	debugAddr                                           *string
+	metricsCompat, preload                              *string
+	drainTimeout                                        *time.Duration
 	parallel, numCtx, maxLoaded, maxQueue, maxCtx       *int
 	threads                                             *int
 	allowRegistry                                       *[]string
@@ -154,6 +157,9 @@ func parseServeFlags(args []string) (*serveOptions, error) {
 	o.minFree = fs.String("min-free-disk", env("TADPOLE_MIN_FREE_DISK", "1GiB"), "free space writes must leave on the models disk; writes below it get 507; 0: none (TADPOLE_MIN_FREE_DISK)")
 	o.writeTimeout = fs.Duration("write-timeout", envDuration("TADPOLE_WRITE_TIMEOUT", dialect.DefaultWriteTimeout), "longest one write of a streamed answer may take; a client that stops reading loses its request (and slot) then (TADPOLE_WRITE_TIMEOUT)")
 	o.debugAddr = fs.String("debug-addr", env("TADPOLE_DEBUG_ADDR", ""), "address to serve Go's pprof profiles on (/debug/pprof/), e.g. 127.0.0.1:6060; off when empty (TADPOLE_DEBUG_ADDR)")
+	o.metricsCompat = fs.String("metrics-compat", env("TADPOLE_METRICS_COMPAT", ""), "also export the model-server gauges (waiting and running requests, KV-cache use) under another server's names for a router that reads them: vllm (vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc, vllm:gpu_cache_usage_perc); empty: Tadpole's names only (TADPOLE_METRICS_COMPAT)")
+	o.drainTimeout = fs.Duration("drain-timeout", envDuration("TADPOLE_DRAIN_TIMEOUT", 30*time.Second), "on SIGTERM or SIGINT, how long running requests (streams) may go on while new ones are refused and /readyz fails; those still running then are cut (a second signal cuts them at once) (TADPOLE_DRAIN_TIMEOUT)")
+	o.preload = fs.String("preload", env("TADPOLE_PRELOAD", ""), "models to load at start and keep loaded, comma-separated; /readyz answers 503 until they are loaded, and one that cannot load stops the server (TADPOLE_PRELOAD)")
 	o.api = addAPIFlags(fs)
 	o.boundary = addBoundaryFlags(fs)
 	fs.SortFlags = false
@@ -199,6 +205,14 @@ func (o *serveOptions) serverConfig(sc sched.Config) (server.Config, error) {
 		return cfg, fmt.Errorf("--write-timeout must be positive, not %s", *o.writeTimeout)
 	}
 	cfg.WriteTimeout = *o.writeTimeout
+	if *o.drainTimeout < 0 {
+		return cfg, fmt.Errorf("--drain-timeout must be 0 or more, not %s", *o.drainTimeout)
+	}
+	compat, err := telemetry.ParseCompat(*o.metricsCompat)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.MetricsCompat, cfg.Preload = compat, splitList(*o.preload)
 	if err := o.api.apply(&cfg); err != nil {
 		return cfg, err
 	}
@@ -217,13 +231,22 @@ func (o *serveOptions) serverConfig(sc sched.Config) (server.Config, error) {
 }
 
 // runServer serves srv on ln, with the metrics and debug listeners the
-// flags ask for, until one of them fails or SIGINT or SIGTERM comes;
-// then it shuts srv down, waiting up to 10s for the requests in flight.
+// flags ask for, until one of them fails (or a --preload model cannot
+// load) or SIGINT or SIGTERM comes; then it drains srv (see drain) and
+// shuts it down.
 func runServer(srv *server.Server, ln net.Listener, o *serveOptions, cert *server.Certificate) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if err := srv.Preload(ctx); err != nil && ctx.Err() == nil {
+			errc <- err
+		}
+	}()
 	if err := o.boundary.serveMetrics(srv, errc); err != nil {
 		srv.Shutdown(context.Background())
 		return err
@@ -235,13 +258,45 @@ func runServer(srv *server.Server, ln net.Listener, o *serveOptions, cert *serve
 	reloadOnHUP(ctx, cert)
 	select {
 	case err := <-errc:
+		stop()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
 		return err
-	case <-ctx.Done():
+	case sig := <-sigs:
+		slog.Info("shutting down", "signal", sig.String(), "drain_timeout", *o.drainTimeout)
 	}
-	slog.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	stop()
+	drain(srv, *o.drainTimeout, sigs)
+	return nil
+}
+
+// drain is the graceful stop a rolling update needs: readiness fails and
+// new requests are refused at once, the running ones (streams) go on for
+// up to timeout (a second signal ends the wait), then Shutdown cuts what
+// is left, hands unfinished jobs back to the queue and unloads the
+// models. A cut is not a failure of the server: the process exits 0.
+func drain(srv *server.Server, timeout time.Duration, sigs <-chan os.Signal) {
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return srv.Shutdown(sctx)
+	go func() {
+		select {
+		case sig := <-sigs:
+			slog.Warn("second signal: cutting the running requests", "signal", sig.String())
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := srv.Drain(ctx); err != nil {
+		slog.Warn("drain ended with requests running: they are cut", "error", err, "took", time.Since(t0).Round(time.Millisecond))
+	} else {
+		slog.Info("drained: no request running", "took", time.Since(t0).Round(time.Millisecond))
+	}
+	if err := srv.Shutdown(ctx); err != nil {
+		slog.Warn("shutdown", "error", err)
+	}
+	slog.Info("stopped", "took", time.Since(t0).Round(time.Millisecond))
 }
 
 // backendDir is --backends, or lib/tadpole beside the binary

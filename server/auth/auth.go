@@ -122,15 +122,15 @@ func (a *Auth) lookup(secret string) *key {
 	return found
 }
 
-// public reports whether a request needs no key: the liveness and
-// version routes. /metrics needs one (it names models and keys' usage)
+// public reports whether a request needs no key: the liveness, readiness
+// and version routes. /metrics needs one (it names models and keys' usage)
 // unless it has its own listener.
 func public(r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
 	}
 	switch r.URL.Path {
-	case "/", "/api/version":
+	case "/", "/api/version", "/healthz", "/readyz":
 		return true
 	}
 	return false

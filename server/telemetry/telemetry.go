@@ -56,6 +56,9 @@ type Sources struct {
 	Sched *sched.Scheduler
 	GPUs  gpu.Inventory
 	Usage usage.Reader // per-API-key counters; nil without keys
+	// Compat also exports the model-server gauges under another
+	// server's names (see modelServerCollector).
+	Compat Compat
 }
 
 // New sets up metrics (and traces when OTLP is configured) for a server.
@@ -64,7 +67,8 @@ func New(src Sources) (*Telemetry, error) {
 	// The Go runtime (go_goroutines, go_memstats_*) and the process
 	// (process_resident_memory_bytes, process_open_fds): what a leak shows
 	// in first, and what make soak watches.
-	t.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), stepCollector{})
+	t.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), stepCollector{},
+		&modelServerCollector{sched: src.Sched, compat: src.Compat})
 	exp, err := otelprom.New(otelprom.WithRegisterer(t.registry), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: prometheus exporter: %w", err)
