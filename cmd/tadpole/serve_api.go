@@ -30,6 +30,8 @@ type apiFlags struct {
 	// images and audio
 	maxImages, maxImagePixels *int
 	allowImageURLs            *bool
+	// the job database (serve_db.go)
+	db *dbFlags
 }
 
 func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
@@ -55,6 +57,7 @@ func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
 			"largest image in pixels (width × height), checked before it is decoded; larger ones get 400 (TADPOLE_MAX_IMAGE_PIXELS)"),
 		allowImageURLs: fs.Bool("allow-image-urls", envBool("TADPOLE_ALLOW_IMAGE_URLS"),
 			"fetch the images requests name by http(s) URL: public addresses only (checked at connect time), at most --max-body bytes and 10s each, 3 redirects, --max-images a request; off, such URLs get 400 (TADPOLE_ALLOW_IMAGE_URLS)"),
+		db: addDBFlags(fs),
 	}
 }
 
@@ -114,12 +117,19 @@ func (f *apiFlags) apply(cfg *server.Config) error {
 	if dir == "" {
 		dir = filepath.Join(filepath.Dir(filepath.Clean(cfg.ModelsDir)), "data")
 	}
-	cfg.Jobs, err = jobs.Open(jobs.Config{Dir: dir, Retention: retention, Deadline: jobTimeout, MaxQueuedPerOwner: *f.jobQueueKey})
+	jc := jobs.Config{Dir: dir, Retention: retention, Deadline: jobTimeout, MaxQueuedPerOwner: *f.jobQueueKey}
+	where, err := f.db.apply(&jc)
 	if err != nil {
 		return err
 	}
+	cfg.Jobs, err = jobs.Open(jc)
+	if err != nil {
+		return err
+	}
+	// Replicas sharing PostgreSQL pool their per-key usage there.
+	cfg.Jobs.ShareUsage(cfg.Auth.Usage())
 	cfg.JobWorkers, cfg.JobMaxTokens = *f.workers, *f.jobMaxTokens
-	slog.Info("jobs", "data_dir", dir, "workers", *f.workers, "retention", retention,
+	slog.Info("jobs", "database", where, "workers", *f.workers, "retention", retention,
 		"timeout", jobTimeout, "max_tokens", *f.jobMaxTokens, "queue_per_key", *f.jobQueueKey)
 	return nil
 }

@@ -81,6 +81,16 @@ func (h *Handler) jobStore() (*jobs.Store, error) {
 	return h.Jobs, nil
 }
 
+// storeError answers a job store's error: a 503 with Retry-After while
+// the database cannot be reached (generation still works; jobs resume
+// when it is back), else a 500.
+func storeError(err error) error {
+	if errors.Is(err, jobs.ErrUnavailable) {
+		return dialect.Unavailable("%v; try again later", err)
+	}
+	return errorf(http.StatusInternalServerError, "%v", err)
+}
+
 // owner is the id of the key a request was made with ("" without keys):
 // a key sees only its own jobs.
 func owner(c echo.Context) string { return auth.KeyID(c.Request().Context()) }
@@ -97,25 +107,26 @@ func (h *Handler) job(c echo.Context) (*jobs.Job, error) {
 		return nil, errorf(http.StatusNotFound, "job %q not found", id)
 	}
 	if err != nil {
-		return nil, errorf(http.StatusInternalServerError, "%v", err)
+		return nil, storeError(err)
 	}
 	return j, nil
 }
 
-// submit stores a validated job and answers 202 with it.
-func (h *Handler) submit(c echo.Context, typ string, body []byte) error {
+// submit stores a validated job of a model ("" for none) and answers 202
+// with it.
+func (h *Handler) submit(c echo.Context, typ, model string, body []byte) error {
 	st, err := h.jobStore()
 	if err != nil {
 		return err
 	}
-	j, err := st.Submit(c.Request().Context(), typ, owner(c), body)
+	j, err := st.SubmitModel(c.Request().Context(), typ, owner(c), model, body)
 	if errors.Is(err, jobs.ErrQuota) {
 		e := dialect.Errorf(http.StatusTooManyRequests, "%v for this API key; submit more when some have run", err)
 		e.RetryAfter = quotaRetryAfter
 		return e
 	}
 	if err != nil {
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeError(err)
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/jobs/"+j.ID)
 	return reply(c, http.StatusAccepted, "job queued", doc(j))
@@ -145,7 +156,7 @@ func (h *Handler) submitCowsay(c echo.Context) error {
 	if _, err := parseCowsay(body); err != nil {
 		return err
 	}
-	return h.submit(c, typeCowsay, body)
+	return h.submit(c, typeCowsay, "", body)
 }
 
 // parseOllama reads an ollama job's body: an /api/chat request when it
@@ -225,7 +236,7 @@ func (h *Handler) submitOllama(c echo.Context) error {
 	if err := h.limitTokens(model, opts); err != nil {
 		return err
 	}
-	return h.submit(c, typeOllama, body)
+	return h.submit(c, typeOllama, model, body)
 }
 
 // jobModel is an ollama job's model and options.
@@ -287,7 +298,7 @@ func (h *Handler) cancelJob(c echo.Context) error {
 	case errors.Is(err, jobs.ErrFinished) && j.State != jobs.Cancelled:
 		return errorf(http.StatusConflict, "job %q has already %s", j.ID, j.State)
 	case err != nil && !errors.Is(err, jobs.ErrFinished):
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeError(err)
 	}
 	return reply(c, http.StatusOK, "job cancelled", doc(j))
 }
@@ -330,7 +341,7 @@ func (h *Handler) listJobs(c echo.Context) error {
 		if errors.Is(err, jobs.ErrBadCursor) {
 			return errorf(http.StatusBadRequest, "%v", err)
 		}
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeError(err)
 	}
 	out := jobList{Jobs: make([]jobDoc, 0, len(page)), Next: next}
 	for _, j := range page {

@@ -1,11 +1,13 @@
 package responses
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/jobs"
 )
 
 // invalid is a 400 invalid_request_error about param ("" for the request
@@ -29,8 +31,14 @@ func notFound(id string) *dialect.Error {
 	return e
 }
 
-// internal is a 500.
+// internal is a 500, or a 503 with Retry-After while the response
+// store's database cannot be reached.
 func internal(err error) *dialect.Error {
+	if errors.Is(err, jobs.ErrUnavailable) {
+		e := dialect.Unavailable("%v; try again later", err)
+		e.Err = err
+		return e
+	}
 	return &dialect.Error{Status: http.StatusInternalServerError, Message: err.Error(), Err: err}
 }
 

@@ -102,7 +102,7 @@ func (h *Handler) submit(c echo.Context, a *answer) error {
 		return internal(err)
 	}
 	body, _ := json.Marshal(jobRequest{ResponseID: a.id})
-	j, err := h.Jobs.Submit(ctx, JobType, a.owner, body)
+	j, err := h.Jobs.SubmitModel(ctx, JobType, a.owner, a.p.req.Model, body)
 	if err == nil {
 		err = h.Jobs.SetResponseJob(ctx, a.id, j.ID)
 	}
