@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/jobs/pgtest"
+)
+
+// storiesModels is a models directory holding the smallest test model as
+// "stories".
+func storiesModels(t *testing.T) string {
+	t.Helper()
+	models := t.TempDir()
+	abs, _ := filepath.Abs(testmodels.Testdata("stories260K.gguf"))
+	if err := os.Symlink(abs, filepath.Join(models, "stories.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	return models
+}
+
+// pgServeArgs are the serve flags of a replica on database url, with a
+// 2 s job lease.
+func pgServeArgs(t *testing.T, models, url string) []string {
+	return []string{"--models", models, "--data-dir", filepath.Join(t.TempDir(), "data"), "--database-url", url,
+		"--job-lease", "2s", "--job-workers", "2", "--job-max-tokens", "100000", "--job-queue-per-key", "0",
+		"--threads", "1", "--parallel", "2", "--context-length", "256", "--log-level", "info"}
+}
+
+// pgQuery runs one query on url and returns its rows as strings.
+func pgQuery(t *testing.T, url, q string, args ...any) [][]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	var out [][]string
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := make([]string, len(vals))
+		for i, v := range vals {
+			row[i] = fmt.Sprint(v)
+		}
+		out = append(out, row)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// completedLog matches a replica's log line of a job outcome it wrote.
+var completedLog = regexp.MustCompile(`msg="job completed" id=([0-9a-f]+)`)
+
+// Two replicas on one PostgreSQL database; 100 jobs submitted through
+// both; one is killed (kill -9) while it runs jobs. Every job completes
+// exactly once: none lost (all completed in the database, each result
+// readable through the survivor), none completed twice (each outcome
+// written once, counted from both replicas' logs), and the jobs the dead
+// replica held were taken over after their lease ran out.
+func TestPGReplicasExactlyOnce(t *testing.T) {
+	srv := pgtest.Start(t)
+	url := srv.NewDB(t)
+	models := storiesModels(t)
+	a := startDaemon(t, pgServeArgs(t, models, url)...)
+	b := startDaemon(t, pgServeArgs(t, models, url)...)
+	host, _ := os.Hostname()
+	ownerA := fmt.Sprintf("%s/%d", host, a.cmd.Process.Pid)
+
+	const n, tokens = 100, 200
+	body := fmt.Sprintf(`{"model":"stories","prompt":"Once upon a time","options":{"temperature":0,"num_predict":%d}}`, tokens)
+	var ids []string
+	for i := range n {
+		d := a
+		if i%2 == 1 {
+			d = b
+		}
+		var env struct{ Data daemonJob }
+		if code := d.call(t, "POST", "/api/v1/ollama", "", body, &env); code != 202 {
+			t.Fatalf("submit %d: %d", i, code)
+		}
+		ids = append(ids, env.Data.ID)
+	}
+	// Kill A while it runs jobs (some having completed).
+	var held [][]string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Millisecond) {
+		done := pgQuery(t, url, `SELECT count(*) FROM jobs WHERE state = 'completed'`)[0][0]
+		running := pgQuery(t, url, `SELECT count(*) FROM jobs WHERE state = 'running' AND lease_owner = $1`, ownerA)[0][0]
+		if done != "0" && running != "0" {
+			a.kill(t)
+			// What A held when it died: running under its lease, which
+			// nobody renews now.
+			held = pgQuery(t, url, `SELECT id FROM jobs WHERE state = 'running' AND lease_owner = $1`, ownerA)
+			done = pgQuery(t, url, `SELECT count(*) FROM jobs WHERE state = 'completed'`)[0][0]
+			t.Logf("killed replica A (kill -9) with %d jobs running on it; %s of %d completed by then (both replicas)", len(held), done, n)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no job ran on A\n%s", a.log())
+		}
+	}
+	if len(held) == 0 {
+		t.Fatalf("A held no job at the kill: its jobs completed between the check and the kill")
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		left := pgQuery(t, url, `SELECT count(*) FROM jobs WHERE state IN ('queued', 'running')`)[0][0]
+		if left == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s jobs not finished\n%s", left, b.log())
+		}
+	}
+
+	// Count: outcomes written per job, from both logs; states from the
+	// database; results through the survivor.
+	written := map[string]int{}
+	for _, d := range []*daemon{a, b} {
+		for _, m := range completedLog.FindAllStringSubmatch(d.log(), -1) {
+			written[m[1]]++
+		}
+	}
+	states := map[string]string{}
+	for _, r := range pgQuery(t, url, `SELECT id, state, attempts FROM jobs`) {
+		states[r[0]] = r[1]
+	}
+	completed, duplicated, lost := 0, 0, 0
+	for _, id := range ids {
+		switch {
+		case states[id] != "completed":
+			lost++
+			t.Errorf("job %s: %q", id, states[id])
+		default:
+			completed++
+		}
+		if written[id] > 1 {
+			duplicated++
+			t.Errorf("job %s completed %d times", id, written[id])
+		}
+		var r api.GenerateResponse
+		if code := b.call(t, "GET", "/api/v1/ollama/"+id+"/results", "", "", &r); code != 200 || !r.Done || r.EvalCount != tokens {
+			t.Errorf("results of %s through B: %d %+v", id, code, r.Metrics)
+		}
+	}
+	if len(states) != n {
+		t.Errorf("%d jobs in the database, want %d", len(states), n)
+	}
+	taken := 0
+	for _, r := range held {
+		got := pgQuery(t, url, `SELECT state, attempts, lease_owner FROM jobs WHERE id = $1`, r[0])[0]
+		if got[0] == "completed" && got[1] == "2" {
+			taken++
+		}
+		if written[r[0]] != 1 {
+			t.Errorf("job %s held by A at the kill: %d completions logged", r[0], written[r[0]])
+		}
+	}
+	if taken != len(held) {
+		t.Errorf("%d of the %d jobs A held were completed by a second attempt", taken, len(held))
+	}
+	byA, byB := len(completedLog.FindAllStringSubmatch(a.log(), -1)), len(completedLog.FindAllStringSubmatch(b.log(), -1))
+	t.Logf("exactly-once: submitted %d (50 through each replica), completed %d (A before the kill %d, B %d), duplicated %d, lost %d; A held %d at kill -9, all re-run by B after the 2s lease",
+		n, completed, byA, byB, duplicated, lost, len(held))
+}
+
+// A Response stored through one replica is read and continued
+// (previous_response_id) through the other.
+func TestPGResponsesAcrossReplicas(t *testing.T) {
+	srv := pgtest.Start(t)
+	url := srv.NewDB(t)
+	models := storiesModels(t)
+	a := startDaemon(t, pgServeArgs(t, models, url)...)
+	b := startDaemon(t, pgServeArgs(t, models, url)...)
+	type resp struct {
+		ID                 string `json:"id"`
+		Status             string `json:"status"`
+		PreviousResponseID string `json:"previous_response_id"`
+	}
+	// max_output_tokens 8 ends each response "incomplete" (the length
+	// limit), which is stored and continued like a completed one.
+	var first, second, read resp
+	if code := a.call(t, "POST", "/v1/responses", "", `{"model":"stories","input":"Once upon a time","max_output_tokens":8,"temperature":0}`, &first); code != 200 || first.Status != "incomplete" {
+		t.Fatalf("create through A: %d %+v", code, first)
+	}
+	if code := b.call(t, "GET", "/v1/responses/"+first.ID, "", "", &read); code != 200 || read.ID != first.ID {
+		t.Fatalf("read through B: %d %+v", code, read)
+	}
+	cont := fmt.Sprintf(`{"model":"stories","input":"and then","previous_response_id":%q,"max_output_tokens":8,"temperature":0}`, first.ID)
+	if code := b.call(t, "POST", "/v1/responses", "", cont, &second); code != 200 || second.Status != "incomplete" || second.PreviousResponseID != first.ID {
+		t.Fatalf("continue through B: %d %+v", code, second)
+	}
+	var items struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if code := a.call(t, "GET", "/v1/responses/"+second.ID+"/input_items", "", "", &items); code != 200 || len(items.Data) == 0 {
+		t.Fatalf("input items through A: %d %+v", code, items)
+	}
+}
+
+// The database stopped while serving: job endpoints answer 503 with
+// Retry-After in Anura's shape, generation still works; restarted, the
+// jobs are readable again and new ones run.
+func TestPGDatabaseOutage(t *testing.T) {
+	srv := pgtest.Start(t)
+	url := srv.NewDB(t)
+	d := startDaemon(t, pgServeArgs(t, storiesModels(t), url)...)
+	var env struct{ Data daemonJob }
+	if code := d.call(t, "POST", "/api/v1/cowsay", "", `{"message":"before"}`, &env); code != 202 {
+		t.Fatalf("submit: %d", code)
+	}
+	before := env.Data.ID
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/api/v1/jobs/" + before, ""},
+		{"GET", "/api/v1/jobs", ""},
+		{"POST", "/api/v1/cowsay", `{"message":"during"}`},
+		{"GET", "/v1/responses/resp_x", ""},
+	} {
+		req, _ := http.NewRequest(c.method, d.url+c.path, strings.NewReader(c.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct {
+			Error any `json:"error"`
+		}
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || e.Error == nil || !strings.Contains(fmt.Sprint(e.Error), "unavailable") {
+			t.Fatalf("%s %s with the database stopped: %d Retry-After %q %+v", c.method, c.path, resp.StatusCode, resp.Header.Get("Retry-After"), e)
+		}
+	}
+	var gen api.GenerateResponse
+	if code := d.call(t, "POST", "/api/generate", "", `{"model":"stories","prompt":"Once","stream":false,"options":{"num_predict":8}}`, &gen); code != 200 || !gen.Done {
+		t.Fatalf("generation with the database stopped: %d %+v", code, gen)
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		var got struct{ Data daemonJob }
+		if code := d.call(t, "GET", "/api/v1/jobs/"+before, "", "", &got); code == 200 && got.Data.Status == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s after the restart\n%s", before, d.log())
+		}
+	}
+	if code := d.call(t, "POST", "/api/v1/ollama", "", `{"model":"stories","prompt":"Once","options":{"num_predict":8}}`, &env); code != 202 {
+		t.Fatalf("submit after the restart: %d", code)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		var got struct{ Data daemonJob }
+		if d.call(t, "GET", "/api/v1/jobs/"+env.Data.ID, "", "", &got); got.Data.Status == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job after the restart: %+v\n%s", got.Data, d.log())
+		}
+	}
+}
+
+// Bad databases at start-up: one migrated by a newer Tadpole is refused
+// (nothing written), an unreachable one is an error naming the URL
+// without its password; both exit non-zero.
+func TestPGServeRefuses(t *testing.T) {
+	srv := pgtest.Start(t)
+	url := srv.NewDB(t)
+	pgtest.Exec(t, url, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now());
+		INSERT INTO schema_migrations (version) VALUES (999)`)
+	models := storiesModels(t)
+	r := runBin(t, binEnv(), "", "serve", "--host", "127.0.0.1:0", "--models", models, "--database-url", url)
+	if r.code == 0 || !strings.Contains(r.stderr, "newer than this Tadpole knows") || !strings.Contains(r.stderr, "version 999") {
+		t.Fatalf("newer schema: %s", r)
+	}
+	if tables := pgQuery(t, url, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`)[0][0]; tables != "1" {
+		t.Fatalf("%s tables after the refusal: something was written", tables)
+	}
+	bad := "postgres://tadpole:hunter2-secret@127.0.0.1:1/jobs?sslmode=disable"
+	r = runBin(t, binEnv(), "", "serve", "--host", "127.0.0.1:0", "--models", models, "--database-url", bad)
+	if r.code == 0 || strings.Contains(r.stderr+r.stdout, "hunter2-secret") || !strings.Contains(r.stderr, "postgres://tadpole@127.0.0.1:1/jobs") {
+		t.Fatalf("unreachable: %s", r)
+	}
+	t.Logf("unreachable database: %s", strings.TrimSpace(r.stderr))
+}
