@@ -60,6 +60,16 @@ test-one: deps
 vet:
 	$(GO) vet ./...
 
+# The Helm chart (deploy/helm/tadpole) rendered by Helm's own engine with
+# its default, CPU, GPU and everything-on values; every manifest decoded
+# strictly into the Kubernetes API types (the Inference Extension's
+# resources checked against their CRD schemas), bad values refused. A Go
+# module of its own (deploy/charttest): the server's module never
+# depends on Helm or Kubernetes. No cgo, no cluster.
+.PHONY: chart-test
+chart-test:
+	cd deploy/charttest && CGO_ENABLED=0 $(GO) vet ./... && CGO_ENABLED=0 $(GO) test -count=1 ./...
+
 # A short coverage-guided run of the fuzz targets (the seed corpora also
 # run in every `make test`; FuzzOllamaDecoders runs its corpus only).
 # FuzzEngine drives the real engine in a child server process; Go prints
