@@ -121,21 +121,31 @@ func (s *Server) drainGuard(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// Drain starts the server's stop: from now on /readyz answers 503 and
-// every new request but the probes and /metrics is refused with a 503;
-// the requests in flight (streams included) go on. It returns when none
-// is left, or with ctx's error when ctx ends first (Shutdown then cuts
-// them). Jobs keep running meanwhile; Shutdown hands the unfinished ones
-// back to the queue (jobs.Store.Close), for this or another replica.
+// Drain starts the server's stop: from now on /readyz answers 503,
+// every new request but the probes and /metrics is refused with a 503,
+// and the job workers claim no new job; the requests in flight (streams
+// included) and the running jobs go on. It returns when none is left, or
+// when ctx ends: the jobs still running then are handed back to the
+// queue (for this or another replica, the attempt not counted), and the
+// requests still running are reported in the error (Shutdown cuts them).
 func (s *Server) Drain(ctx context.Context) error {
 	idle, n := s.drain.start()
 	slog.Info("draining: new requests are refused, readiness fails", "in_flight", n)
+	jobsDone := make(chan struct{})
+	go func() {
+		defer close(jobsDone)
+		if s.jobs != nil {
+			s.jobs.Drain(ctx)
+		}
+	}()
+	var err error
 	select {
 	case <-idle:
-		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%d requests still running: %w", s.drain.inFlight(), ctx.Err())
+		err = fmt.Errorf("%d requests still running: %w", s.drain.inFlight(), ctx.Err())
 	}
+	<-jobsDone // returns by ctx's end at the latest
+	return err
 }
 
 // Draining reports whether Drain was called.
