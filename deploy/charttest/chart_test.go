@@ -256,6 +256,9 @@ func TestChartDefaults(t *testing.T) {
 	if n, ok := gpuLimit(ct); !ok || n != 1 || ct.Resources.Requests["nvidia.com/gpu"] != ct.Resources.Limits["nvidia.com/gpu"] {
 		t.Errorf("GPU resources: %+v", ct.Resources)
 	}
+	if _, ok := env(ct, "TADPOLE_JOB_MODELS"); ok {
+		t.Errorf("TADPOLE_JOB_MODELS without PostgreSQL")
+	}
 	if len(c.deploy.Spec.Template.Spec.InitContainers) != 1 {
 		t.Errorf("no init container pulls the models")
 	}
@@ -329,6 +332,9 @@ func TestChartFull(t *testing.T) {
 	db, ok := env(ct, "TADPOLE_DATABASE_URL")
 	if !ok || db.ValueFrom == nil || db.ValueFrom.SecretKeyRef == nil || db.ValueFrom.SecretKeyRef.Name != "tadpole-postgres" || db.ValueFrom.SecretKeyRef.Key != "url" {
 		t.Errorf("TADPOLE_DATABASE_URL: %+v", db)
+	}
+	if jm, _ := env(ct, "TADPOLE_JOB_MODELS"); jm.Value != "llama3.2:1b,nomic-embed-text" {
+		t.Errorf("TADPOLE_JOB_MODELS: %+v", jm)
 	}
 	if ct.ReadinessProbe.HTTPGet.Scheme != corev1.URISchemeHTTPS || ct.LivenessProbe.HTTPGet.Scheme != corev1.URISchemeHTTPS {
 		t.Errorf("probes over HTTP with TLS on")
