@@ -142,7 +142,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	select {
 	case <-idle:
 	case <-ctx.Done():
-		err = fmt.Errorf("%d requests still running: %w", s.drain.inFlight(), ctx.Err())
+		err = fmt.Errorf("requests still running: %d: %w", s.drain.inFlight(), ctx.Err())
 	}
 	<-jobsDone // returns by ctx's end at the latest
 	return err
