@@ -281,3 +281,24 @@ func testListAndPrune(t *testing.T, cfg Config) {
 		t.Fatalf("pruned job: %v", err)
 	}
 }
+
+// A SQLite URL names the database file; its directory is created, and a
+// second store on the same file is refused.
+func TestSQLiteURL(t *testing.T) {
+	path := t.TempDir() + "/sub/other.db"
+	s, err := Open(Config{URL: "sqlite://" + path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	j, err := s.Submit(context.Background(), "x", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Config{URL: "sqlite://" + path}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second store on the file: %v", err)
+	}
+	if got, err := s.Get(context.Background(), j.ID); err != nil || got.State != Queued {
+		t.Fatalf("%+v %v", got, err)
+	}
+}
