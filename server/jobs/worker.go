@@ -118,7 +118,11 @@ func (s *Store) runOne(j *Job, token string, run RunFunc) {
 	}
 	var lost atomic.Bool
 	renewed := make(chan struct{})
-	go s.renewLoop(ctx, j, token, cancel, &lost, renewed)
+	if s.pg {
+		go s.renewLoop(ctx, j, token, cancel, &lost, renewed)
+	} else {
+		close(renewed) // one server holds every claim: no lease to renew
+	}
 	start := time.Now()
 	runCtx, stopRun := ctx, context.CancelFunc(func() {})
 	if s.cfg.Deadline > 0 {
