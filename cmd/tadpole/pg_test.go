@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -328,4 +330,42 @@ func TestPGServeRefuses(t *testing.T) {
 		t.Fatalf("unreachable: %s", r)
 	}
 	t.Logf("unreachable database: %s", strings.TrimSpace(r.stderr))
+}
+
+// Per-key usage is shared: the tokens a key generated through one
+// replica show in the other's /metrics.
+func TestPGUsageAcrossReplicas(t *testing.T) {
+	srv := pgtest.Start(t)
+	url := srv.NewDB(t)
+	models := storiesModels(t)
+	key := runBin(t, os.Environ(), "", "keys", "new")
+	lines := strings.Split(strings.TrimSpace(key.stdout), "\n")
+	keysFile := filepath.Join(t.TempDir(), "keys")
+	os.WriteFile(keysFile, []byte(lines[1]+"\n"), 0o600)
+	secret := lines[0]
+	a := startDaemon(t, append(pgServeArgs(t, models, url), "--api-keys-file", keysFile)...)
+	b := startDaemon(t, append(pgServeArgs(t, models, url), "--api-keys-file", keysFile)...)
+	var gen api.GenerateResponse
+	if code := a.call(t, "POST", "/api/generate", secret, `{"model":"stories","prompt":"Once","stream":false,"options":{"num_predict":8}}`, &gen); code != 200 || gen.EvalCount == 0 {
+		t.Fatalf("generate through A: %d %+v", code, gen)
+	}
+	out := regexp.MustCompile(`(?m)^tadpole_key_tokens(?:_total)?\{[^}]*direction="out"[^}]*\} (\d+)`)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", b.url+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := out.FindSubmatch(body)
+		if m != nil && string(m[1]) == strconv.Itoa(gen.EvalCount) {
+			t.Logf("B's /metrics shows the %d tokens generated through A", gen.EvalCount)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B's /metrics never showed A's %d tokens out: %q", gen.EvalCount, m)
+		}
+	}
 }
