@@ -19,9 +19,9 @@ const (
 )
 
 // Do runs f on the runner's loop, between two decode steps, and returns
-// when it has run: f delays the other slots' next step by its own
-// duration and no more. At most one task runs per step. (Encode uses it
-// for an encode on an idle runner.)
+// when it has run: f sees the slots as the loop leaves them between two
+// steps, and delays the other slots' next step by its own duration. At
+// most one task runs per step.
 //
 // If ctx ends before the loop takes f, f never runs and Do returns ctx's
 // error; once taken, f runs to its end and Do waits for it. Do on a closed

@@ -6,46 +6,47 @@ import (
 )
 
 // Encode runs an encoder's work — f, a projector encoding an image with
-// the CPU threads it is given — where it costs the runner's requests
-// least:
+// the CPU threads it is given — beside the loop, on an OS thread of its
+// own at the lowest CPU priority (nice 19; the threads it starts inherit
+// it): a decoding thread that wakes takes its core back within a
+// scheduler tick. So decoding slots keep their speed while images are
+// encoded; the encode takes the cycles decoding leaves. f gets the runner's threads when no request is
+// running or waiting (nothing competes: the encode is as fast as the
+// machine allows), one thread otherwise (the gaps between steps are
+// short; more threads would wait on each other's barriers there).
 //
-//   - when the runner is idle (no request running or waiting, no task
-//     queued), on the loop between two steps (Do) with the runner's own
-//     threads: nothing is there to stall, and the encode is as fast as
-//     the machine allows;
-//   - otherwise beside the loop, with one thread, on an OS thread of its
-//     own at the lowest CPU priority (nice 19): decoding keeps the cores
-//     it needs and the encode takes the cycles decoding leaves (the gaps
-//     between steps, a core decoding does not fill). On the loop, every
-//     slot would wait for the whole encode; at the same priority beside
-//     it, the two thread pools would fight over the cores and slow each
-//     other many times over (ggml's threads spin at their barriers).
+// The alternatives cost the text more: on the loop between two steps,
+// every slot would wait for the whole encode; beside it at normal
+// priority, the encode's and the decode's thread pools would fight over
+// the cores and slow each other many times over (ggml's threads spin at
+// their barriers). The price is the image request's own time while text
+// keeps every core busy; the text requests already decoding are what
+// users watch, and an image request has not shown its first token yet.
 //
-// The price is the image request's own time when text keeps every core
-// busy: its encode then runs only in the gaps. The text requests already
-// decoding are what a user watches; an image request has not shown its
-// first token yet.
-//
-// If ctx ends before f starts, f never runs and Encode returns ctx's
-// error; once started, f runs to its end and Encode waits for it.
+// Encodes run one at a time (a projector keeps one output buffer). If ctx
+// ends before f starts, f never runs and Encode returns ctx's error; once
+// started, f runs to its end and Encode waits for it.
 func (r *Runner) Encode(ctx context.Context, f func(threads int)) error {
+	r.encodeMu.Lock()
+	defer r.encodeMu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	threads := 1
 	if r.idle() {
-		return r.Do(ctx, func() { f(r.cfg.Threads) })
+		threads = r.cfg.Threads
 	}
-	onLowPriorityThread(func() { f(1) })
+	onLowPriorityThread(func() { f(threads) })
 	return nil
 }
 
-// onLowPriorityThread runs f on an OS thread of its own at the lowest CPU
-// priority and returns when it has run. The thread's priority cannot be
-// raised back without privileges, so it stays locked to f's goroutine
-// and ends with it (Go creates its other threads from a thread of its
-// own, never from a locked one, so none inherits the priority). Never the
-// process's main thread: Go keeps that one when its goroutine exits
-// locked, and its priority is what ps shows for the whole process.
+// onLowPriorityThread runs f on an OS thread of its own at the lowest CPU priority
+// and returns when it has run. The thread's priority cannot be raised
+// back without privileges, so it stays locked to f's goroutine and ends
+// with it (Go creates its other threads from a thread of its own, never
+// from a locked one, so none inherits the priority). Never the process's
+// main thread: Go keeps that one when its goroutine exits locked, and its
+// priority is what ps shows for the whole process.
 func onLowPriorityThread(f func()) {
 	done := make(chan struct{})
 	var start func()
@@ -65,11 +66,11 @@ func onLowPriorityThread(f func()) {
 	<-done
 }
 
-// idle: no request running or waiting and no task queued.
+// idle: no request running or waiting, no embedding queued.
 func (r *Runner) idle() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.waiting) > 0 || len(r.tasks) > 0 {
+	if len(r.waiting) > 0 || len(r.embeds) > 0 {
 		return false
 	}
 	for _, s := range r.slots {

@@ -151,6 +151,8 @@ type Runner struct {
 	tasks   []*task     // functions queued to run on the loop (Do; under mu)
 	closed  bool
 
+	encodeMu sync.Mutex // one Encode at a time
+
 	// embedCtx is the embedding context, made by the loop on the first
 	// embedding request; only the loop uses it.
 	embedCtx   *engine.Context

@@ -35,19 +35,13 @@ func (h *Handler) messages(c echo.Context) error {
 	// back.
 	defer func() { cancel(); in.Release() }()
 	a := &answer{in: in, stops: p.stops, model: r.Model, id: newID("msg_"), ctx: ctx}
-	var prompt int
-	if r.Stream {
-		// message_start tells the prompt's size before the first token.
-		if prompt, err = in.CountTokens(p.req); err != nil {
-			return inferError(err)
-		}
-	}
 	st, err := h.Infer.Start(ctx, in, p.req)
 	if err != nil {
 		return inferError(err)
 	}
 	if r.Stream {
-		return a.stream(c, st, prompt)
+		// message_start tells the prompt's size before the first token.
+		return a.stream(c, st, st.PromptTokens())
 	}
 	return a.respond(c, st)
 }

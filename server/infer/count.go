@@ -6,25 +6,26 @@ import (
 	"github.com/tadpole-llm/tadpole/engine"
 )
 
-// CountTokens is the number of tokens of req's prompt, rendered and
-// tokenized as Start would (the model's defaults, template, tools and
-// thinking switch applied), without generating: for Anthropic's
-// count_tokens. It acquires the model, which loads it if need be, and
-// releases it at once.
+// CountTokens is the number of positions req's prompt takes, rendered
+// and tokenized as Start would (the model's defaults, template, tools and
+// thinking switch applied; each image or audio clip as many positions as
+// the projector gives it, without encoding it), without generating: for
+// Anthropic's count_tokens. It acquires the model, which loads it if need
+// be, and releases it at once.
 func (s *Service) CountTokens(ctx context.Context, req *Request) (int, error) {
-	in, err := s.Acquire(ctx, req.Model, req.Options, req.KeepAlive)
+	in, err := s.AcquireFor(ctx, req)
 	if err != nil {
 		return 0, err
 	}
 	defer in.Release()
-	return in.CountTokens(req)
-}
-
-// CountTokens is the number of tokens of req's prompt on the instance's
-// model, as Start would render it: a dialect that must tell the prompt's
-// size before the first event (Anthropic's message_start) asks first.
-func (in *Instance) CountTokens(req *Request) (int, error) {
-	toks, _, err := render(in.Model, withModelDefaults(req, in.Entry))
+	if err := s.checkMedia(in, req); err != nil {
+		return 0, err
+	}
+	req = withModelDefaults(req, in.Entry)
+	if len(req.Media) > 0 {
+		return mediaPromptSize(in, req)
+	}
+	toks, _, err := render(in.Model, req)
 	if err != nil {
 		return 0, err
 	}

@@ -298,6 +298,24 @@ func entryOptionsFrom(entry models.Entry, opts api.Options) (api.Options, error)
 	return opts, nil
 }
 
+// checkMedia decodes and checks req's media for the instance's projector
+// (none, vision, audio) and the --max-images/--max-image-pixels limits.
+func (s *Service) checkMedia(in *Instance, req *Request) error {
+	lim := s.MediaLimits
+	if in.Projector != nil && in.Projector.AudioRate() > 0 {
+		lim.AudioRate = in.Projector.AudioRate()
+	}
+	if len(req.Media) > 0 && in.projectorErr != nil {
+		return Errorf(LoadFailed, "model %q: its projector cannot be loaded, so it serves text only: %v", req.Model, in.projectorErr)
+	}
+	// The loaded projector says what it encodes: no file is read again.
+	enc := encoders{model: in.Name}
+	if p := in.Projector; p != nil {
+		enc.projector, enc.vision, enc.audio = true, p.Vision(), p.Audio()
+	}
+	return req.checkMedia(enc, lim)
+}
+
 // Start renders and tokenizes the request's prompt and queues it on the
 // instance's runner. The stream's events carry the output already split
 // into content, thinking and tool calls, and end with a final (Done)
@@ -305,19 +323,7 @@ func entryOptionsFrom(entry models.Entry, opts api.Options) (api.Options, error)
 // Its metrics, spans and per-key usage are recorded when it ends, read or
 // not.
 func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Stream, error) {
-	lim := s.MediaLimits
-	if in.Projector != nil && in.Projector.AudioRate() > 0 {
-		lim.AudioRate = in.Projector.AudioRate()
-	}
-	if len(req.Media) > 0 && in.projectorErr != nil {
-		return nil, Errorf(LoadFailed, "model %q: its projector cannot be loaded, so it serves text only: %v", req.Model, in.projectorErr)
-	}
-	// The loaded projector says what it encodes: no file is read again.
-	enc := encoders{model: in.Name}
-	if p := in.Projector; p != nil {
-		enc.projector, enc.vision, enc.audio = true, p.Vision(), p.Audio()
-	}
-	if err := req.checkMedia(enc, lim); err != nil {
+	if err := s.checkMedia(in, req); err != nil {
 		return nil, err
 	}
 	req = withModelDefaults(req, in.Entry)
@@ -375,7 +381,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 		return nil, Errorf(BadRequest, "%v", err)
 	}
 	st := newStream(ctx, gen, out, in.Name)
-	st.done = done
+	st.done, st.prompt = done, len(tokens)
 	return st, nil
 }
 

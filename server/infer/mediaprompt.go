@@ -29,43 +29,12 @@ import (
 //     placeholders derived from the medium's hash, so the prefix cache
 //     reuses an image only for the same pixels.
 func mediaPrompt(ctx context.Context, in *Instance, req *Request) ([]engine.Token, []runner.Embeds, chatparse.Options, error) {
-	var out chatparse.Options
-	proj := in.Projector
-	if proj == nil { // Start's checkMedia refuses media without one
-		return nil, nil, out, Errorf(BadRequest, "model %q does not support images: it has no projector", req.Model)
-	}
-	if !req.Chat && req.Suffix != "" {
-		return nil, nil, out, Errorf(BadRequest, "suffix (fill-in-the-middle) cannot be combined with images")
-	}
-	if proj.MRoPE() {
-		// Qwen2-VL-style projectors place an image on a 2-D grid of
-		// positions; the runner's spans take one position per row.
-		return nil, nil, out, Errorf(BadRequest, "model %q: its projector (%s) uses M-RoPE image positions, which are not supported yet", req.Model, proj.Type())
-	}
-	marked, order := withMarkers(req)
-	text, out, err := renderText(in.Model, marked)
+	tokens, chunks, out, err := tokenizeMedia(in, req)
 	if err != nil {
 		return nil, nil, out, err
 	}
-	media := make([]*mtmd.Media, 0, len(order))
-	defer func() {
-		for _, m := range media {
-			m.Close()
-		}
-	}()
-	for _, i := range order {
-		m, err := newMedia(&req.Media[i])
-		if err != nil {
-			return nil, nil, out, &ParamError{Param: req.Media[i].Field, Message: mediaName(req.Media[i], i) + ": " + err.Error()}
-		}
-		media = append(media, m)
-	}
-	tokens := contextTokens(req)
-	chunks, err := proj.Tokenize(text, media, len(tokens) == 0, true)
-	if err != nil {
-		return nil, nil, out, Errorf(BadRequest, "%v", err)
-	}
 	defer mtmd.CloseChunks(chunks)
+	proj := in.Projector
 	var embeds []runner.Embeds
 	for ci, c := range chunks {
 		if c.Media == nil {
@@ -86,6 +55,68 @@ func mediaPrompt(ctx context.Context, in *Instance, req *Request) ([]engine.Toke
 		}
 	}
 	return tokens, embeds, out, nil
+}
+
+// mediaPromptSize is the number of positions mediaPrompt's tokens would
+// take, without encoding (count_tokens).
+func mediaPromptSize(in *Instance, req *Request) (int, error) {
+	tokens, chunks, _, err := tokenizeMedia(in, req)
+	if err != nil {
+		return 0, err
+	}
+	defer mtmd.CloseChunks(chunks)
+	n := len(tokens)
+	for _, c := range chunks {
+		if c.Media != nil {
+			n += c.Media.NTokens
+		} else {
+			n += len(c.Text)
+		}
+	}
+	return n, nil
+}
+
+// tokenizeMedia is steps 1 and 2 of mediaPrompt: the tokens of the
+// request's context (Ollama's, before the prompt) and the chunks of its
+// prompt, which the caller closes (mtmd.CloseChunks).
+func tokenizeMedia(in *Instance, req *Request) ([]engine.Token, []mtmd.Chunk, chatparse.Options, error) {
+	var out chatparse.Options
+	proj := in.Projector
+	if proj == nil { // Start's checkMedia refuses media without one
+		return nil, nil, out, Errorf(BadRequest, "model %q does not support images: it has no projector", req.Model)
+	}
+	if !req.Chat && req.Suffix != "" {
+		return nil, nil, out, Errorf(BadRequest, "suffix (fill-in-the-middle) cannot be combined with images")
+	}
+	if proj.MRoPE() {
+		// Qwen2-VL-style projectors place an image on a 2-D grid of
+		// positions; the runner's spans take one position per row.
+		return nil, nil, out, Errorf(BadRequest, "model %q: its projector (%s) uses M-RoPE image positions, which are not supported yet", req.Model, proj.Type())
+	}
+	marked, order := withMarkers(req)
+	text, out, err := renderText(in.Model, marked)
+	if err != nil {
+		return nil, nil, out, err
+	}
+	media := make([]*mtmd.Media, 0, len(order))
+	defer func() { // the chunks keep what they need of the bitmaps
+		for _, m := range media {
+			m.Close()
+		}
+	}()
+	for _, i := range order {
+		m, err := newMedia(&req.Media[i])
+		if err != nil {
+			return nil, nil, out, &ParamError{Param: req.Media[i].Field, Message: mediaName(req.Media[i], i) + ": " + err.Error()}
+		}
+		media = append(media, m)
+	}
+	tokens := contextTokens(req)
+	chunks, err := proj.Tokenize(text, media, len(tokens) == 0, true)
+	if err != nil {
+		return nil, nil, out, Errorf(BadRequest, "%v", err)
+	}
+	return tokens, chunks, out, nil
 }
 
 // withMarkers is a copy of req with mtmd's marker written where each of

@@ -46,7 +46,15 @@ type Stream struct {
 	// done records the generation's metrics and usage (once, shared with
 	// the runner's OnDone); called before the final event is handed over.
 	done func(runner.Event)
+	// prompt is the positions of the rendered prompt (images included).
+	prompt int
 }
+
+// PromptTokens is the number of positions of the rendered prompt, its
+// images and audio included, before any truncation: what a dialect that
+// tells the prompt's size before the first event (Anthropic's
+// message_start) reports.
+func (s *Stream) PromptTokens() int { return s.prompt }
 
 func newStream(ctx context.Context, gen *runner.Stream, out chatparse.Options, model string) *Stream {
 	return &Stream{gen: gen, ctx: ctx, parser: chatparse.NewParser(out), model: model}
