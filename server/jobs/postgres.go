@@ -42,7 +42,9 @@ func (s *Store) openPostgres(raw string) error {
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = 5 * time.Second
 	}
-	cc.RuntimeParams["application_name"] = "tadpole"
+	if cc.RuntimeParams["application_name"] == "" {
+		cc.RuntimeParams["application_name"] = "tadpole"
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, cc)
