@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -86,7 +87,9 @@ func (h *Handler) jobStore() (*jobs.Store, error) {
 // when it is back), else a 500.
 func storeError(err error) error {
 	if errors.Is(err, jobs.ErrUnavailable) {
-		return dialect.Unavailable("%v; try again later", err)
+		// The driver's message (hosts, users) stays in the server's log.
+		slog.Warn("job store", "error", err)
+		return dialect.Unavailable("%v; try again later", jobs.ErrUnavailable)
 	}
 	return errorf(http.StatusInternalServerError, "%v", err)
 }

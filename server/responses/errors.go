@@ -3,6 +3,7 @@ package responses
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/tadpole-llm/tadpole/server/dialect"
@@ -35,7 +36,9 @@ func notFound(id string) *dialect.Error {
 // store's database cannot be reached.
 func internal(err error) *dialect.Error {
 	if errors.Is(err, jobs.ErrUnavailable) {
-		e := dialect.Unavailable("%v; try again later", err)
+		// The driver's message (hosts, users) stays in the server's log.
+		slog.Warn("response store", "error", err)
+		e := dialect.Unavailable("%v; try again later", jobs.ErrUnavailable)
 		e.Err = err
 		return e
 	}
