@@ -336,3 +336,40 @@ func TestMediaCreateWithProjector(t *testing.T) {
 		func(ollama.ProgressResponse) error { return nil })
 	ollamaStatus(t, "projector alone", err, http.StatusBadRequest, "the first FROM must be a language model")
 }
+
+// Anthropic's count_tokens counts an image as the positions the projector
+// gives it (testmodels.VisionTokens), without encoding it, and a streamed
+// answer's message_start reports the same prompt size.
+func TestAnthropicCountsImages(t *testing.T) {
+	ts := startMediaServer(t)
+	ctx := context.Background()
+	an := anClient(ts)
+	img := base64.StdEncoding.EncodeToString(testPNG(t))
+	text := anthropic.NewTextBlock(" What is this?")
+	count := func(blocks ...anthropic.ContentBlockParamUnion) int64 {
+		t.Helper()
+		n, err := an.Messages.CountTokens(ctx, anthropic.MessageCountTokensParams{Model: "vis",
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(blocks...)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.InputTokens
+	}
+	plain := count(text)
+	one := count(anthropic.NewImageBlockBase64("image/png", img), text)
+	two := count(anthropic.NewImageBlockBase64("image/png", img), anthropic.NewImageBlockBase64("image/png", img), text)
+	// The first image also splits the text where it goes, which may
+	// tokenize a token differently; the second adds exactly its positions.
+	if d := one - plain; d < testmodels.VisionTokens-1 || d > testmodels.VisionTokens+1 || two-one != testmodels.VisionTokens {
+		t.Errorf("count_tokens: %d without an image, %d with one, %d with two; want %d more per image", plain, one, two, testmodels.VisionTokens)
+	}
+	msg, _ := anStream(t, an, anthropic.MessageNewParams{Model: "vis", MaxTokens: 3, Messages: []anthropic.MessageParam{
+		anthropic.NewUserMessage(anthropic.NewImageBlockBase64("image/png", img), text)}})
+	if msg.Usage.InputTokens != one {
+		t.Errorf("message_start input_tokens %d, count_tokens %d", msg.Usage.InputTokens, one)
+	}
+	// An image count_tokens cannot take: the same 400 as a generation.
+	_, err := an.Messages.CountTokens(ctx, anthropic.MessageCountTokensParams{Model: "stories",
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewImageBlockBase64("image/png", img), text)}})
+	anAPIError(t, err, http.StatusBadRequest, "invalid_request_error", `model "stories" does not support images`)
+}
