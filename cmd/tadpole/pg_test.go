@@ -329,7 +329,8 @@ func TestPGServeRefuses(t *testing.T) {
 	if r.code == 0 || strings.Contains(r.stderr+r.stdout, "hunter2-secret") || !strings.Contains(r.stderr, "postgres://tadpole@127.0.0.1:1/jobs") {
 		t.Fatalf("unreachable: %s", r)
 	}
-	t.Logf("unreachable database: %s", strings.TrimSpace(r.stderr))
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	t.Logf("unreachable database: exit %d, %s", r.code, lines[len(lines)-1])
 }
 
 // Per-key usage is shared: the tokens a key generated through one
