@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -368,5 +369,63 @@ func TestPGUsageAcrossReplicas(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("B's /metrics never showed A's %d tokens out: %q", gen.EvalCount, m)
 		}
+	}
+}
+
+// SIGTERM drains a replica: the job it runs past --drain-timeout goes
+// back to the queue, uncounted, and the other replica takes it at once
+// (its notification); the drained replica exits 0.
+func TestPGDrainHandsJobToReplica(t *testing.T) {
+	srv := pgtest.Start(t)
+	url := srv.NewDB(t)
+	models := storiesModels(t)
+	a := startDaemon(t, append(pgServeArgs(t, models, url), "--drain-timeout", "1s")...)
+	host, _ := os.Hostname()
+	ownerA := fmt.Sprintf("%s/%d", host, a.cmd.Process.Pid)
+	var env struct{ Data daemonJob }
+	// About a minute of generation: it is running when A drains.
+	long := `{"model":"stories","prompt":"Once upon a time","options":{"temperature":0,"num_predict":100000}}`
+	if code := a.call(t, "POST", "/api/v1/ollama", "", long, &env); code != 202 {
+		t.Fatalf("submit: %d", code)
+	}
+	id := env.Data.ID
+	owner := func() []string {
+		return pgQuery(t, url, `SELECT state, attempts, lease_owner FROM jobs WHERE id = $1`, id)[0]
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if got := owner(); got[0] == "running" && got[2] == ownerA {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %v\n%s", owner(), a.log())
+		}
+	}
+	b := startDaemon(t, pgServeArgs(t, models, url)...)
+	ownerB := fmt.Sprintf("%s/%d", host, b.cmd.Process.Pid)
+	t0 := time.Now()
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-a.exited
+	if a.waitErr != nil {
+		t.Fatalf("drained replica: %v\n%s", a.waitErr, a.log())
+	}
+	exited := time.Since(t0)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		got := owner()
+		if got[0] == "running" && got[2] == ownerB {
+			if got[1] != "1" {
+				t.Fatalf("the handed-back attempt was counted: %v", got)
+			}
+			t.Logf("SIGTERM to A with the job running; A exited 0 after %v (--drain-timeout 1s); B was running the job %v after the SIGTERM, attempt still 1",
+				exited.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) || got[0] != "running" && got[0] != "queued" {
+			t.Fatalf("after A's drain: %v (state, attempts, replica)\n%s", got, b.log())
+		}
+	}
+	if code := b.call(t, "DELETE", "/api/v1/jobs/"+id, "", "", &env); code != 200 || env.Data.Status != 4 {
+		t.Fatalf("cancel through B: %d %+v", code, env.Data)
 	}
 }
