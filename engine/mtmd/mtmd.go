@@ -52,6 +52,7 @@ type Projector struct {
 	audioRate int
 	typ       string
 	threads   int // Options.Threads, resolved
+	lastNice  int // the nice value the last encode ran at (tests)
 }
 
 var logOnce sync.Once
@@ -341,12 +342,25 @@ func (p *Projector) mediaChunk(ch *C.mtmd_input_chunk) (*MediaChunk, error) {
 // (Options.Threads).
 func (p *Projector) Threads() int { return p.threads }
 
+// EncodeNice is the nice value an encode runs at: the lowest priority of
+// Linux's normal policy. A decoding thread (nice 0) weighs about 70 times
+// more, so it takes a core back from an encode within a scheduler tick,
+// while the encode still progresses when other work keeps the cores busy
+// (SCHED_IDLE would not: on a machine shared with other processes it
+// starved image requests for good).
+const EncodeNice = 19
+
 // Encode runs the encoder on a media chunk of this projector, with
 // threads CPU threads (0: Threads(); at most engine.ThreadLimit), and
 // returns its embeddings: NTokens rows of EmbdSize floats, row after row,
-// ready for an engine.EmbdBatch. The encode runs on the calling thread
-// (and, past one thread, on threads it starts), so it takes the calling
-// thread's CPU priority.
+// ready for an engine.EmbdBatch.
+//
+// The encode runs on a thread of its own that Go never sees, at
+// EncodeNice (the threads ggml starts for it inherit that), and Encode
+// waits for it: decoding threads keep their cores, and the encode takes
+// the cycles they leave. Had it run on a Go thread at that priority, the
+// thread would hold one of Go's Ps while it waits for a core, and the
+// garbage collector's stop-the-world would wait for it.
 func (p *Projector) Encode(c *MediaChunk, threads int) ([]float32, error) {
 	if threads == 0 {
 		threads = p.threads
@@ -365,14 +379,19 @@ func (p *Projector) Encode(c *MediaChunk, threads int) ([]float32, error) {
 	if p.c == nil {
 		return nil, ErrClosed
 	}
-	takeLogErrors()
-	if rc := C.tp_mtmd_encode_threads(p.c, c.c, C.int(threads)); rc != 0 {
-		return nil, fmt.Errorf("encode: llama.cpp failed (%d): %s", int(rc), strings.Join(takeLogErrors(), "; "))
+	out := make([]float32, c.NTokens*p.embd) // bounded by mediaChunk
+	var nice C.int
+	var errbuf [1024]C.char
+	rc := C.tp_mtmd_encode_on_thread(p.c, c.c, C.int(threads), EncodeNice,
+		(*C.float)(unsafe.Pointer(&out[0])), C.size_t(len(out)), &nice, &errbuf[0], C.size_t(len(errbuf)))
+	p.lastNice = int(nice)
+	if rc != 0 {
+		detail := strings.TrimSpace(C.GoString(&errbuf[0]))
+		if rc == -2 {
+			detail = "no thread could be started"
+		}
+		return nil, fmt.Errorf("encode: llama.cpp failed (%d): %s", int(rc), detail)
 	}
-	n := c.NTokens * p.embd // bounded by mediaChunk
-	src := unsafe.Slice((*float32)(unsafe.Pointer(C.mtmd_get_output_embd(p.c))), n)
-	out := make([]float32, n)
-	copy(out, src)
 	for _, v := range out {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 			return nil, fmt.Errorf("encode: %w (the projector produced one)", engine.ErrNotFinite)

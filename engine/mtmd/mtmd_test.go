@@ -280,6 +280,9 @@ func TestEncode(t *testing.T) {
 	if !near(e1, e3, 1e-5) {
 		t.Error("the same image encoded with 3 threads gives other embeddings than with 1")
 	}
+	if n := p.LastEncodeNice(); n != mtmd.EncodeNice {
+		t.Errorf("the encode ran at nice %d, want %d", n, mtmd.EncodeNice)
+	}
 	var norm float64
 	for _, v := range e1 {
 		norm += float64(v) * float64(v)

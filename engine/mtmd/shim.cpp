@@ -6,7 +6,7 @@
 extern "C" {
 
 void tp_mtmd_log_init(void) {
-    mtmd_log_set((ggml_log_callback) tadpoleMtmdLog, nullptr);
+    mtmd_log_set((ggml_log_callback) tp_mtmd_log, nullptr);
 }
 
 mtmd_context *tp_mtmd_init(const char *path, const struct llama_model *model, bool gpu, int threads) {

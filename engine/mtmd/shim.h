@@ -28,10 +28,19 @@ mtmd_context *tp_mtmd_init(const char *path, const struct llama_model *model, bo
 mtmd_input_chunks *tp_mtmd_tokenize(mtmd_context *ctx, const char *text, bool add_special, bool parse_special,
                                     const mtmd_bitmap **bitmaps, size_t n_bitmaps, int32_t *rc);
 
-// Encodes chunk with threads CPU threads (defined beside mtmd.cpp's
-// context, in src_mtmd.cpp, to set them). Not concurrently on one
-// context. 0 ok, other values failure (-1: exception).
-int32_t tp_mtmd_encode_threads(mtmd_context *ctx, const mtmd_input_chunk *chunk, int threads);
+// tp_mtmd_encode_on_thread encodes chunk on a thread it starts and joins
+// (defined beside mtmd.cpp's context, in src_mtmd.cpp), at nice value
+// nice (0: unchanged) with threads CPU threads, and copies the n floats
+// of its embeddings to out. The thread never enters Go: its warnings and
+// errors go to errbuf (errcap bytes, NUL-terminated), the nice value it
+// ran at to *observed_nice. Not concurrently on one context. 0 ok, -1 an
+// exception, -2 no thread, other values mtmd's failure.
+int32_t tp_mtmd_encode_on_thread(mtmd_context *ctx, const mtmd_input_chunk *chunk, int threads, int nice,
+                                 float *out, size_t n, int *observed_nice, char *errbuf, size_t errcap);
+
+// The logger set by tp_mtmd_log_init: tadpoleMtmdLog, except on an
+// encode thread (above).
+void tp_mtmd_log(int level, const char *text, void *user);
 
 // NULL when out of memory.
 mtmd_bitmap *tp_bitmap_image(uint32_t nx, uint32_t ny, const unsigned char *data);
