@@ -63,7 +63,7 @@ var (
 	// an encode in well under a millisecond).
 	VisionTiny = VisionShape{ImageSize: VisionImageSize, PatchSize: VisionPatchSize, Embd: visionEmbd, Heads: visionHeads, FF: visionFF, Blocks: VisionBlocks, Hidden: visionHid}
 	// VisionBench is shaped like a small ViT (ViT-S/14 at 224 px: 256
-	// positions, 12 blocks of width 384), for benchmarks: an encode costs
+	// positions, 13 blocks of width 384, 12 of them run), for benchmarks: an encode costs
 	// about 10 GFLOP, a fraction of a second on one CPU core, as small
 	// real vision towers do.
 	VisionBench = VisionShape{ImageSize: 224, PatchSize: 14, Embd: 384, Heads: 6, FF: 1536, Blocks: 13, Hidden: 1024}
