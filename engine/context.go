@@ -457,3 +457,50 @@ func (b *Batch) Close() {
 		b.cap, b.n = 0, 0
 	}
 }
+
+// SeqState returns a copy of the sequence's state (its KV cells and their
+// positions): SetSeqState restores it into a sequence of a context of
+// the same model and parameters (KV type, per-sequence window). An empty
+// sequence gives a small state that restores to an empty one.
+func (c *Context) SeqState(seq int) ([]byte, error) {
+	if err := c.checkSeq(seq); err != nil {
+		return nil, err
+	}
+	n := C.llama_state_seq_get_size(c.c, C.llama_seq_id(seq))
+	if n == 0 || uint64(n) > math.MaxInt32*uint64(64) { // 128 GiB: no KV of a real context is larger
+		return nil, fmt.Errorf("sequence %d: state size %d out of range", seq, uint64(n))
+	}
+	buf := make([]byte, int(n))
+	got := C.llama_state_seq_get_data(c.c, (*C.uint8_t)(unsafe.Pointer(&buf[0])), n, C.llama_seq_id(seq))
+	if got == 0 || got > n {
+		return nil, fmt.Errorf("sequence %d: llama.cpp could not copy its state", seq)
+	}
+	return buf[:int(got)], nil
+}
+
+// SetSeqState replaces the sequence's cells with a state from SeqState.
+// On failure (a state of another model or context shape, a damaged one)
+// the sequence is left empty and an error returned; llama.cpp checks the
+// state's layout before it writes, and never aborts on one.
+func (c *Context) SetSeqState(seq int, data []byte) error {
+	if err := c.checkSeq(seq); err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		return errors.New("empty sequence state")
+	}
+	got := C.llama_state_seq_set_data(c.c, (*C.uint8_t)(unsafe.Pointer(&data[0])), C.size_t(len(data)), C.llama_seq_id(seq))
+	if got == 0 {
+		c.SeqRemove(seq, -1, -1)
+		return fmt.Errorf("sequence %d: llama.cpp refused the state (%d bytes): not one of this model and context", seq, len(data))
+	}
+	return nil
+}
+
+// checkSeq refuses a sequence id the memory would assert on.
+func (c *Context) checkSeq(seq int) error {
+	if seq < 0 || seq >= c.NumSeqMax() {
+		return fmt.Errorf("sequence %d out of range (0..%d)", seq, c.NumSeqMax()-1)
+	}
+	return nil
+}

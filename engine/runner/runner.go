@@ -36,6 +36,12 @@ type Config struct {
 	// streams, 17% at 16, and a fresh 512-token prompt is 1.2–1.4×
 	// quicker to its first token once slots hold cached prefixes).
 	KVUnified bool
+	// PromptCache, when set, keeps the KV state of the prompts slots give
+	// up, for the requests that return to them (see PromptCache); CacheKey
+	// names the model (its file's identity: the runner adds its KV type
+	// and window), so that a state is restored only where it fits.
+	PromptCache *PromptCache
+	CacheKey    string
 }
 
 // Request is one generation. Prompt holds the already templated and
@@ -107,7 +113,8 @@ type Stats struct {
 	PromptEvalDuration time.Duration
 	EvalCount          int // generated tokens
 	EvalDuration       time.Duration
-	CachedTokens       int           // prompt tokens reused from a slot's cache
+	CachedTokens       int           // prompt tokens reused from a slot's cache (or restored)
+	RestoredTokens     int           // of them, restored from the prompt cache
 	QueueWait          time.Duration // from Generate to getting a slot
 	StartedAt          time.Time     // when the request got its slot
 	TimeToFirstToken   time.Duration // from Generate to the first generated token
@@ -331,6 +338,7 @@ func (r *Runner) signal() { wake(r.wake) }
 func (r *Runner) loop() {
 	defer close(r.done)
 	defer func() {
+		r.persistSlots()
 		r.batch.Close()
 		if r.embdBatch != nil {
 			r.embdBatch.Close()

@@ -42,6 +42,7 @@ type slot struct {
 // request's sampler.
 func (r *Runner) start(s *slot, q *request) {
 	prompt := q.prompt
+	restored := r.swapPromptCache(s, q) // promptcache.go
 	common := reusable(s.cache, s.spans, prompt, q.spans)
 	if common == len(prompt) {
 		// The last prompt position is evaluated again for its logits (the
@@ -66,6 +67,9 @@ func (r *Runner) start(s *slot, q *request) {
 	s.stop = stopMatcher{stops: nonEmpty(q.Stop)}
 	now := time.Now()
 	s.stats = Stats{PromptTokens: len(prompt), CachedTokens: common, QueueWait: now.Sub(q.queued), StartedAt: now}
+	if restored {
+		s.stats.RestoredTokens = common
+	}
 }
 
 func nonEmpty(ss []string) []string {

@@ -1,0 +1,595 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/engine"
+)
+
+// PromptCache keeps the KV state of prompts that left the slots, so that
+// a returning conversation restores its prefix instead of prefilling it:
+// in host RAM up to a byte budget, and past it (and when a runner closes)
+// in files under a directory, with a budget of their own. Both tiers are
+// least recently used first out. One cache serves every runner: an entry
+// is keyed by its runner's CacheKey (the model's digest, the KV type and
+// the per-sequence window: a state restores only into a context of the
+// same shape) and matched token for token.
+//
+// A disk entry is one file, written to a temporary name and renamed, and
+// checked when read (magic, key, sizes, SHA-256): a damaged, truncated or
+// foreign file is removed and never restored. A directory that cannot be
+// written (full, read-only) turns the disk tier off with a warning: the
+// cache goes on in RAM, and no request fails for it.
+type PromptCache struct {
+	mu       sync.Mutex
+	ramLimit int64
+	ramUsed  int64
+	ram      []*cacheEntry // oldest use first
+	dir      string        // "" or failed: no disk tier
+	disk     []*diskEntry  // oldest use first
+	writing  []string      // paths being written
+	writes   sync.WaitGroup
+	diskUsed int64
+	diskMax  int64
+	stats    CacheStats
+}
+
+// CacheStats are a PromptCache's counters and sizes.
+type CacheStats struct {
+	RAMBytes, DiskBytes     int64
+	RAMEntries, DiskEntries int
+	RAMHits, DiskHits       int64
+	Misses                  int64
+	Saves, Evictions        int64
+	RAMRestoreTime          time.Duration // total
+	DiskRestoreTime         time.Duration
+	RestoredTokens          int64
+}
+
+type cacheEntry struct {
+	key    string
+	tokens []engine.Token
+	data   []byte
+}
+
+type diskEntry struct {
+	key    string
+	tokens []engine.Token
+	path   string
+	size   int64
+}
+
+// MinCachedPrompt is the fewest tokens worth an entry: shorter prefixes
+// prefill faster than a state is copied.
+const MinCachedPrompt = 64
+
+// NewPromptCache makes a cache of ramBytes in RAM and, with dir set,
+// diskBytes of files in dir (created if need be; the entries already
+// there are indexed, the damaged ones removed). A zero budget turns its
+// tier off.
+func NewPromptCache(ramBytes int64, dir string, diskBytes int64) *PromptCache {
+	c := &PromptCache{ramLimit: max(ramBytes, 0), diskMax: max(diskBytes, 0)}
+	if dir != "" && diskBytes > 0 {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			slog.Warn("prompt cache: the disk tier is off (RAM only)", "dir", dir, "error", err)
+		} else {
+			c.dir = dir
+			c.index()
+		}
+	}
+	return c
+}
+
+// Stats are the cache's counters now.
+func (c *PromptCache) Stats() CacheStats {
+	if c == nil {
+		return CacheStats{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats
+	s.RAMBytes, s.DiskBytes = c.ramUsed, c.diskUsed
+	s.RAMEntries, s.DiskEntries = len(c.ram), len(c.disk)
+	return s
+}
+
+// lookup finds the entry of key sharing the longest prefix with prompt
+// (at least min tokens): its tokens and a function that loads its state
+// into seq of ctx, or n 0.
+func (c *PromptCache) lookup(key string, prompt []engine.Token, min int) (n int, tokens []engine.Token, load func(ctx *engine.Context, seq int) error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var best *cacheEntry
+	var bestDisk *diskEntry
+	for _, e := range c.ram {
+		if e.key == key {
+			if k := commonPrefix(e.tokens, prompt); k > n {
+				n, best = k, e
+			}
+		}
+	}
+	for _, e := range c.disk {
+		if e.key == key {
+			if k := commonPrefix(e.tokens, prompt); k > n {
+				n, best, bestDisk = k, nil, e
+			}
+		}
+	}
+	if n < min {
+		c.stats.Misses++
+		return 0, nil, nil
+	}
+	if best != nil {
+		c.touchRAM(best)
+		return n, best.tokens, func(ctx *engine.Context, seq int) error {
+			t0 := time.Now()
+			err := ctx.SetSeqState(seq, best.data)
+			c.restored(false, n, time.Since(t0), err)
+			if err != nil {
+				c.drop(best)
+			}
+			return err
+		}
+	}
+	e := bestDisk
+	c.touchDisk(e)
+	return n, e.tokens, func(ctx *engine.Context, seq int) error {
+		t0 := time.Now()
+		data, err := readEntry(e.path, e.key)
+		if err == nil {
+			err = ctx.SetSeqState(seq, data)
+		}
+		c.restored(true, n, time.Since(t0), err)
+		if err != nil {
+			slog.Warn("prompt cache: a disk entry could not be restored; removed", "file", e.path, "error", err)
+			c.dropDisk(e)
+			return err
+		}
+		c.put(&cacheEntry{key: e.key, tokens: e.tokens, data: data}, false) // promoted
+		return nil
+	}
+}
+
+func (c *PromptCache) restored(disk bool, n int, took time.Duration, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.stats.Misses++
+		return
+	}
+	c.stats.RestoredTokens += int64(n)
+	if disk {
+		c.stats.DiskHits++
+		c.stats.DiskRestoreTime += took
+	} else {
+		c.stats.RAMHits++
+		c.stats.RAMRestoreTime += took
+	}
+}
+
+// save stores the state of tokens (the sequence seq of ctx holds exactly
+// them) under key, unless an entry already holds a longer prefix of them.
+func (c *PromptCache) save(key string, ctx *engine.Context, seq int, tokens []engine.Token) {
+	c.mu.Lock()
+	for _, e := range c.ram {
+		if e.key == key && len(e.tokens) >= len(tokens) && commonPrefix(e.tokens, tokens) == len(tokens) {
+			c.touchRAM(e)
+			c.mu.Unlock()
+			return
+		}
+	}
+	c.mu.Unlock()
+	data, err := ctx.SeqState(seq)
+	if err != nil {
+		slog.Warn("prompt cache: could not copy a sequence's state", "error", err)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stats.Saves++
+	c.put(&cacheEntry{key: key, tokens: append([]engine.Token(nil), tokens...), data: data}, true)
+}
+
+// put adds e to the RAM tier (dropping the entries it extends), then
+// moves the oldest entries past the budget to disk. Under c.mu.
+func (c *PromptCache) put(e *cacheEntry, locked bool) {
+	if !locked {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+	}
+	kept := c.ram[:0]
+	for _, o := range c.ram {
+		if o.key == e.key && len(o.tokens) <= len(e.tokens) && commonPrefix(o.tokens, e.tokens) == len(o.tokens) {
+			c.ramUsed -= int64(len(o.data))
+			continue // e holds all of it
+		}
+		kept = append(kept, o)
+	}
+	c.ram = append(kept, e)
+	c.ramUsed += int64(len(e.data))
+	for c.ramUsed > c.ramLimit && len(c.ram) > 0 {
+		old := c.ram[0]
+		c.ram = c.ram[1:]
+		c.ramUsed -= int64(len(old.data))
+		c.stats.Evictions++
+		c.spill(old)
+	}
+}
+
+func (c *PromptCache) touchRAM(e *cacheEntry) {
+	for i, o := range c.ram {
+		if o == e {
+			c.ram = append(append(c.ram[:i:i], c.ram[i+1:]...), e)
+			return
+		}
+	}
+}
+
+func (c *PromptCache) touchDisk(e *diskEntry) {
+	for i, o := range c.disk {
+		if o == e {
+			c.disk = append(append(c.disk[:i:i], c.disk[i+1:]...), e)
+			now := time.Now()
+			os.Chtimes(e.path, now, now) // the order survives a restart
+			return
+		}
+	}
+}
+
+func (c *PromptCache) drop(e *cacheEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, o := range c.ram {
+		if o == e {
+			c.ram = append(c.ram[:i:i], c.ram[i+1:]...)
+			c.ramUsed -= int64(len(e.data))
+			return
+		}
+	}
+}
+
+func (c *PromptCache) dropDisk(e *diskEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeDisk(e)
+}
+
+func (c *PromptCache) removeDisk(e *diskEntry) {
+	for i, o := range c.disk {
+		if o == e {
+			c.disk = append(c.disk[:i:i], c.disk[i+1:]...)
+			c.diskUsed -= e.size
+			break
+		}
+	}
+	os.Remove(e.path)
+}
+
+// Flush writes every RAM entry to the disk tier (a stopping server), so
+// they survive a restart, and waits for the writes.
+func (c *PromptCache) Flush() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	for _, e := range c.ram {
+		c.spill(e)
+	}
+	c.mu.Unlock()
+	c.Wait()
+}
+
+// persist saves the sequence seq of ctx holding tokens straight to disk
+// (a runner closing).
+func (c *PromptCache) persist(key string, ctx *engine.Context, seq int, tokens []engine.Token) {
+	c.mu.Lock()
+	off := c.dir == ""
+	c.mu.Unlock()
+	if off {
+		return
+	}
+	data, err := ctx.SeqState(seq)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.spill(&cacheEntry{key: key, tokens: tokens, data: data})
+}
+
+// spill writes e to the disk tier, if there is one and e fits its
+// budget, evicting the oldest files past it. Under c.mu.
+func (c *PromptCache) spill(e *cacheEntry) {
+	if c.dir == "" {
+		return
+	}
+	size := entrySize(e)
+	if size > c.diskMax {
+		return
+	}
+	name := entryName(e.key, e.tokens)
+	path := filepath.Join(c.dir, name)
+	for _, o := range c.disk {
+		if o.path == path {
+			return // already there
+		}
+	}
+	for _, p := range c.writing {
+		if p == path {
+			return
+		}
+	}
+	// Written beside the loop: a state is megabytes, and the loop must not
+	// wait for a disk.
+	c.writing = append(c.writing, path)
+	c.writes.Add(1)
+	go func() {
+		defer c.writes.Done()
+		err := writeEntry(path, e)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, p := range c.writing {
+			if p == path {
+				c.writing = append(c.writing[:i:i], c.writing[i+1:]...)
+				break
+			}
+		}
+		if err != nil {
+			if c.dir != "" {
+				slog.Warn("prompt cache: the disk tier is off (RAM only): a write failed", "dir", c.dir, "error", err)
+			}
+			c.dir = ""
+			return
+		}
+		if c.dir == "" {
+			os.Remove(path)
+			return
+		}
+		c.disk = append(c.disk, &diskEntry{key: e.key, tokens: e.tokens, path: path, size: size})
+		c.diskUsed += size
+		for c.diskUsed > c.diskMax && len(c.disk) > 0 {
+			c.removeDisk(c.disk[0])
+		}
+	}()
+}
+
+// Wait waits for the disk writes under way.
+func (c *PromptCache) Wait() { c.writes.Wait() }
+
+// The file of an entry: magic, then little-endian the key's length and
+// bytes, the token count and tokens (int32), the state's length and
+// bytes, and the SHA-256 of all that.
+var entryMagic = []byte("TPKVSEQ1")
+
+const entryExt = ".kv"
+
+func entryName(key string, tokens []engine.Token) string {
+	h := sha256.New()
+	h.Write([]byte(key))
+	binary.Write(h, binary.LittleEndian, tokens)
+	return hex.EncodeToString(h.Sum(nil)[:16]) + entryExt
+}
+
+func entrySize(e *cacheEntry) int64 {
+	return int64(len(entryMagic)+4+len(e.key)+4+4*len(e.tokens)+8+len(e.data)) + sha256.Size
+}
+
+func writeEntry(path string, e *cacheEntry) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after the rename, nothing
+	h := sha256.New()
+	w := bufio.NewWriterSize(io.MultiWriter(tmp, h), 1<<20)
+	w.Write(entryMagic)
+	binary.Write(w, binary.LittleEndian, uint32(len(e.key)))
+	w.WriteString(e.key)
+	binary.Write(w, binary.LittleEndian, uint32(len(e.tokens)))
+	binary.Write(w, binary.LittleEndian, e.tokens)
+	binary.Write(w, binary.LittleEndian, uint64(len(e.data)))
+	w.Write(e.data)
+	if err := w.Flush(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(h.Sum(nil)); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Bounds of a disk entry's header, checked before anything is allocated.
+const (
+	maxKeyLen      = 4096
+	maxEntryTokens = 1 << 24
+)
+
+var errBadEntry = errors.New("not a prompt cache entry, or damaged")
+
+// readHeader reads an entry's key and tokens, checking the sizes against
+// the file's.
+func readHeader(r io.Reader, fileSize int64) (key string, tokens []engine.Token, dataLen uint64, err error) {
+	magic := make([]byte, len(entryMagic))
+	if _, err = io.ReadFull(r, magic); err != nil || !bytes.Equal(magic, entryMagic) {
+		return "", nil, 0, errBadEntry
+	}
+	var n uint32
+	if err = binary.Read(r, binary.LittleEndian, &n); err != nil || n > maxKeyLen {
+		return "", nil, 0, errBadEntry
+	}
+	kb := make([]byte, n)
+	if _, err = io.ReadFull(r, kb); err != nil {
+		return "", nil, 0, errBadEntry
+	}
+	if err = binary.Read(r, binary.LittleEndian, &n); err != nil || n > maxEntryTokens {
+		return "", nil, 0, errBadEntry
+	}
+	tokens = make([]engine.Token, n)
+	if err = binary.Read(r, binary.LittleEndian, tokens); err != nil {
+		return "", nil, 0, errBadEntry
+	}
+	if err = binary.Read(r, binary.LittleEndian, &dataLen); err != nil {
+		return "", nil, 0, errBadEntry
+	}
+	head := int64(len(entryMagic)+4+len(kb)+4) + 4*int64(len(tokens)) + 8
+	if dataLen == 0 || dataLen > uint64(fileSize) || head+int64(dataLen)+sha256.Size != fileSize {
+		return "", nil, 0, errBadEntry
+	}
+	return string(kb), tokens, dataLen, nil
+}
+
+// readEntry reads and checks a whole entry of key, returning its state.
+func readEntry(path, key string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < sha256.Size {
+		return nil, errBadEntry
+	}
+	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
+	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+		return nil, fmt.Errorf("%w: checksum mismatch", errBadEntry)
+	}
+	k, _, dataLen, err := readHeader(bytes.NewReader(body), int64(len(b)))
+	if err != nil {
+		return nil, err
+	}
+	if k != key {
+		return nil, fmt.Errorf("%w: another model's", errBadEntry)
+	}
+	return body[len(body)-int(dataLen):], nil
+}
+
+// index lists the entries in the directory, oldest use first, removing
+// the files that are not entries (a damaged header, a temporary file a
+// crash left) and the oldest past the budget.
+func (c *PromptCache) index() {
+	des, err := os.ReadDir(c.dir)
+	if err != nil {
+		slog.Warn("prompt cache: the disk tier is off (RAM only)", "dir", c.dir, "error", err)
+		c.dir = ""
+		return
+	}
+	type found struct {
+		e   *diskEntry
+		mod time.Time
+	}
+	var all []found
+	for _, de := range des {
+		path := filepath.Join(c.dir, de.Name())
+		if strings.HasPrefix(de.Name(), ".tmp-") {
+			os.Remove(path)
+			continue
+		}
+		if !strings.HasSuffix(de.Name(), entryExt) || !de.Type().IsRegular() {
+			continue // not ours: left alone
+		}
+		fi, err := de.Info()
+		if err != nil {
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		key, tokens, _, err := readHeader(bufio.NewReader(f), fi.Size())
+		f.Close()
+		if err != nil {
+			slog.Warn("prompt cache: removed a damaged entry", "file", path, "error", err)
+			os.Remove(path)
+			continue
+		}
+		all = append(all, found{&diskEntry{key: key, tokens: tokens, path: path, size: fi.Size()}, fi.ModTime()})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].mod.Before(all[j].mod) })
+	for _, f := range all {
+		c.disk = append(c.disk, f.e)
+		c.diskUsed += f.e.size
+	}
+	for c.diskUsed > c.diskMax && len(c.disk) > 0 {
+		c.removeDisk(c.disk[0])
+	}
+}
+
+// cacheKey is the runner's key in the prompt cache: the model's identity
+// and the shape of a sequence's state (KV type, flash attention, which
+// stores V transposed or not, cells per sequence).
+func (r *Runner) cacheKey() string {
+	return fmt.Sprintf("%s|kv=%s|fa=%d|seq=%d", r.cfg.CacheKey, r.cfg.KVType, r.cfg.FlashAttn, r.ctx.NumCtxSeq())
+}
+
+// swapPromptCache runs before slot s takes request q. What q would drop
+// of the slot's sequence (a whole conversation, when another takes the
+// slot) is saved to the prompt cache first; then, when the cache holds a
+// longer prefix of q's prompt than the slot does, it is restored into
+// the slot instead of being prefilled. It reports whether it restored.
+// Sequences with embeddings (images) are neither saved nor restored.
+func (r *Runner) swapPromptCache(s *slot, q *request) bool {
+	pc := r.cfg.PromptCache
+	if pc == nil {
+		return false
+	}
+	key := r.cacheKey()
+	have := reusable(s.cache, s.spans, q.prompt, q.spans)
+	if len(s.spans) == 0 && len(s.cache)-have >= MinCachedPrompt {
+		pc.save(key, r.ctx, s.id, s.cache)
+	}
+	if len(q.spans) > 0 {
+		return false
+	}
+	n, tokens, load := pc.lookup(key, q.prompt, have+MinCachedPrompt)
+	if n == 0 {
+		return false
+	}
+	if err := load(r.ctx, s.id); err != nil {
+		slog.Warn("prompt cache: restore failed; prefilling", "slot", s.id, "error", err)
+		r.ctx.SeqRemove(s.id, -1, -1)
+		s.cache, s.spans = s.cache[:0], nil
+		return false
+	}
+	s.cache = append(s.cache[:0], tokens...)
+	s.spans = nil
+	slog.Debug("prompt cache: restored", "slot", s.id, "tokens", len(tokens), "shared", n)
+	return true
+}
+
+// persistSlots writes the slots' sequences to the prompt cache's disk
+// tier as the runner closes, so that they outlive it (a restart, an
+// unload).
+func (r *Runner) persistSlots() {
+	pc := r.cfg.PromptCache
+	if pc == nil {
+		return
+	}
+	key := r.cacheKey()
+	for _, s := range r.slots {
+		if len(s.spans) == 0 && len(s.cache) >= MinCachedPrompt {
+			pc.persist(key, r.ctx, s.id, append([]engine.Token(nil), s.cache...))
+		}
+	}
+	pc.Wait()
+}

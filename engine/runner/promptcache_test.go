@@ -1,0 +1,189 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tadpole-llm/tadpole/engine"
+)
+
+// A conversation's prompt, long enough to be cached.
+func longPrompt(t *testing.T, m *engine.Model, topic string) []engine.Token {
+	t.Helper()
+	p := tokenize(t, m, strings.Repeat("Once upon a time there was a little "+topic+" who lived in a big house. ", 8))
+	if len(p) < 2*MinCachedPrompt {
+		t.Fatalf("prompt of %d tokens, want at least %d", len(p), 2*MinCachedPrompt)
+	}
+	return p
+}
+
+func newCachedRunner(t *testing.T, m *engine.Model, pc *PromptCache) *Runner {
+	t.Helper()
+	r, err := New(m, Config{Parallel: 1, NumCtx: 512, Threads: 1, PromptCache: pc, CacheKey: "stories260K"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A conversation whose slot another took is restored from the prompt
+// cache, RAM or disk, and answers as a cold prefill does; after a
+// "restart" (a new runner and cache over the same directory) it is
+// restored from disk; a damaged file is removed and the request is
+// prefilled cold with the same answer; the budgets hold.
+func TestPromptCache(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	a, b := longPrompt(t, m, "cat"), longPrompt(t, m, "dog")
+	reqA := Request{Prompt: a, NumPredict: 24}
+	reqB := Request{Prompt: b, NumPredict: 24}
+
+	cold := newCachedRunner(t, m, nil)
+	wantA := run(t, cold, reqA).text
+	cold.Close()
+
+	// RAM: A, then B takes the only slot (A is saved), then A returns.
+	pc := NewPromptCache(1<<30, "", 0)
+	r := newCachedRunner(t, m, pc)
+	run(t, r, reqA)
+	run(t, r, reqB)
+	got := run(t, r, reqA)
+	if got.text != wantA {
+		t.Errorf("restored from RAM: %q, cold %q", got.text, wantA)
+	}
+	if got.last.Stats.RestoredTokens < len(a)-2 || pc.Stats().RAMHits != 1 {
+		t.Errorf("restored %d tokens of %d (stats %+v), want the prompt restored from RAM", got.last.Stats.RestoredTokens, len(a), pc.Stats())
+	}
+	r.Close()
+
+	// Disk: no RAM budget, every saved state goes to disk.
+	dir := t.TempDir()
+	pc = NewPromptCache(0, dir, 1<<30)
+	r = newCachedRunner(t, m, pc)
+	run(t, r, reqA)
+	run(t, r, reqB)
+	pc.Wait()
+	if st := pc.Stats(); st.DiskEntries != 1 || st.RAMBytes != 0 {
+		t.Fatalf("after A gave its slot to B: %+v, want A on disk only", st)
+	}
+	got = run(t, r, reqA)
+	if got.text != wantA || got.last.Stats.RestoredTokens == 0 || pc.Stats().DiskHits != 1 {
+		t.Errorf("restored from disk: %q (%d restored, %+v), cold %q", got.text, got.last.Stats.RestoredTokens, pc.Stats(), wantA)
+	}
+	r.Close() // the slot (A) is written to disk
+
+	// Restart: a new cache over the same directory knows A and B.
+	pc = NewPromptCache(0, dir, 1<<30)
+	if st := pc.Stats(); st.DiskEntries != 2 {
+		t.Fatalf("after a restart: %+v, want 2 entries on disk", st)
+	}
+	r = newCachedRunner(t, m, pc)
+	got = run(t, r, reqA)
+	if got.text != wantA || got.last.Stats.RestoredTokens == 0 {
+		t.Errorf("after a restart: %q (%d restored), cold %q", got.text, got.last.Stats.RestoredTokens, wantA)
+	}
+	r.Close()
+
+	// Damage: B's file truncated, then a restart: removed at indexing; a
+	// file whose bytes changed (same size) is removed when read, and the
+	// request prefills cold with the same answer.
+	pc.Wait()
+	files, _ := filepath.Glob(filepath.Join(dir, "*"+entryExt))
+	if len(files) < 2 {
+		t.Fatalf("%d entries on disk", len(files))
+	}
+	wantB := func() string { c := newCachedRunner(t, m, nil); defer c.Close(); return run(t, c, reqB).text }()
+	for _, f := range files {
+		fi, _ := os.Stat(f)
+		b, _ := os.ReadFile(f)
+		if fi.Size() > int64(len(b)) || len(b) < 100 {
+			t.Fatal("short read")
+		}
+	}
+	truncated, flipped := files[0], files[1]
+	if err := os.Truncate(truncated, 100); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(flipped)
+	data[len(data)/2] ^= 0xff
+	os.WriteFile(flipped, data, 0o600)
+	os.WriteFile(filepath.Join(dir, "foreign"+entryExt), []byte("not an entry"), 0o600)
+	pc = NewPromptCache(0, dir, 1<<30)
+	if st := pc.Stats(); st.DiskEntries != 1 {
+		t.Errorf("after damaging two files: %+v, want 1 indexed (the truncated and the foreign one removed)", st)
+	}
+	for _, f := range []string{truncated, filepath.Join(dir, "foreign"+entryExt)} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s: not removed (%v)", filepath.Base(f), err)
+		}
+	}
+	r = newCachedRunner(t, m, pc)
+	ga, gb := run(t, r, reqA).text, run(t, r, reqB).text
+	if ga != wantA || gb != wantB {
+		t.Errorf("with a damaged cache: %q / %q, cold %q / %q", ga, gb, wantA, wantB)
+	}
+	r.Close()
+	pc.Wait()
+	// Removed when read (a later save of the same prompt may write it
+	// anew, whole).
+	if _, err := os.Stat(flipped); !os.IsNotExist(err) {
+		if _, err := readEntry(flipped, "x"); err == nil || strings.Contains(err.Error(), "checksum") {
+			t.Errorf("the damaged entry is still there: %v", err)
+		}
+	}
+
+	// Budgets: a RAM budget of one entry keeps one; a disk budget below
+	// one entry keeps none.
+	one := int64(0)
+	{
+		c := newCachedRunner(t, m, nil)
+		run(t, c, reqA)
+		st, err := c.ctx.SeqState(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one = int64(len(st))
+		c.Close()
+	}
+	pc = NewPromptCache(one+one/2, t.TempDir(), one/2)
+	r = newCachedRunner(t, m, pc)
+	for _, q := range []Request{reqA, reqB, reqA, reqB, reqA} {
+		run(t, r, q)
+	}
+	pc.Wait()
+	if st := pc.Stats(); st.RAMBytes > one+one/2 || st.RAMEntries != 1 || st.DiskBytes > one/2 || st.DiskEntries != 0 {
+		t.Errorf("budgets %d RAM, %d disk: %+v", one+one/2, one/2, st)
+	}
+	r.Close()
+}
+
+// A state restores only into a context of the same model and shape; a
+// wrong sequence id or a damaged state is an error, not an abort.
+func TestSeqStateWorstValues(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	r := newCachedRunner(t, m, nil)
+	defer r.Close()
+	run(t, r, Request{Prompt: longPrompt(t, m, "cat"), NumPredict: 4})
+	ctx := r.ctx
+	for _, seq := range []int{-1, 1, 1 << 30} {
+		if _, err := ctx.SeqState(seq); err == nil {
+			t.Errorf("SeqState(%d): no error", seq)
+		}
+		if err := ctx.SetSeqState(seq, []byte{1}); err == nil {
+			t.Errorf("SetSeqState(%d): no error", seq)
+		}
+	}
+	st, err := ctx.SeqState(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, bad := range map[string][]byte{"empty": nil, "one byte": {1}, "half": st[:len(st)/2], "garbage": []byte(strings.Repeat("\xff", len(st)))} {
+		if err := ctx.SetSeqState(0, bad); err == nil {
+			t.Errorf("%s state: no error", name)
+		}
+	}
+	if err := ctx.SetSeqState(0, st); err != nil {
+		t.Errorf("its own state: %v", err)
+	}
+}
