@@ -99,9 +99,11 @@ func TestPGReplicasExactlyOnce(t *testing.T) {
 		CREATE TRIGGER count_completion AFTER UPDATE ON jobs FOR EACH ROW WHEN (NEW.state = 'completed')
 			EXECUTE FUNCTION count_completion()`)
 
-	// About 0.2 s a job here: 100 take a few seconds on two replicas,
-	// long enough to be caught running.
-	const n, tokens = 100, 300
+	// About 0.5 s a job here (the window shifts past 256 tokens): 100
+	// take several seconds on two replicas, and a job outlives by far the
+	// moment between seeing it running and the kill (at 300 tokens, CI
+	// once saw A's jobs all end in that moment).
+	const n, tokens = 100, 800
 	body := fmt.Sprintf(`{"model":"stories","prompt":"Once upon a time","options":{"temperature":0,"num_predict":%d}}`, tokens)
 	ids := make([]string, n)
 	var wg sync.WaitGroup
