@@ -112,7 +112,8 @@ func serve(args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	slog.Info("Tadpole is listening", "addr", ln.Addr().String(), "tls", cert != nil, "models", *o.modelsDir, "parallel", *o.parallel)
+	slog.Info("Tadpole is listening", "addr", ln.Addr().String(), "tls", cert != nil, "models", *o.modelsDir, "parallel", *o.parallel,
+		"auto_parallel", o.autoSlots, "auto_context", o.autoCtx)
 	return runServer(srv, ln, o, cert)
 }
 
@@ -126,6 +127,7 @@ type serveOptions struct {
 	drainTimeout                                        *time.Duration
 	parallel, numCtx, maxLoaded, maxQueue, maxCtx       *int
 	threads                                             *int
+	autoSlots, autoCtx                                  bool // sized from memory (sched.Config.AutoSlots, AutoCtx)
 	allowRegistry                                       *[]string
 	writeTimeout                                        *time.Duration
 	api                                                 *apiFlags
@@ -139,8 +141,8 @@ func parseServeFlags(args []string) (*serveOptions, error) {
 	o := &serveOptions{}
 	o.host = fs.String("host", env("TADPOLE_HOST", "127.0.0.1:11434"), "address to listen on (TADPOLE_HOST)")
 	o.modelsDir = fs.String("models", env("TADPOLE_MODELS", defaultModelsDir()), "directory of models (TADPOLE_MODELS)")
-	o.parallel = fs.Int("parallel", envInt("TADPOLE_NUM_PARALLEL", 4), "parallel requests per loaded model (TADPOLE_NUM_PARALLEL)")
-	o.numCtx = fs.Int("context-length", envInt("TADPOLE_CONTEXT_LENGTH", 0), "default context per request in tokens; 0: min(4096, the model's) (TADPOLE_CONTEXT_LENGTH)")
+	o.parallel = fs.Int("parallel", envInt("TADPOLE_NUM_PARALLEL", 4), "parallel requests per loaded model; unset: chosen per model from free memory, 1 to 16 (TADPOLE_NUM_PARALLEL)")
+	o.numCtx = fs.Int("context-length", envInt("TADPOLE_CONTEXT_LENGTH", 0), "default context per request in tokens; 0 or unset: chosen per model from free memory, up to min(8192, the model's) (TADPOLE_CONTEXT_LENGTH)")
 	o.maxLoaded = fs.Int("max-loaded-models", envInt("TADPOLE_MAX_LOADED_MODELS", 0), "most model instances loaded at once; 0: as many as fit in memory (TADPOLE_MAX_LOADED_MODELS)")
 	o.maxQueue = fs.Int("max-queue", envInt("TADPOLE_MAX_QUEUE", 512), "most requests waiting for a slot before answering 503 (TADPOLE_MAX_QUEUE)")
 	o.keepAlive = fs.String("keep-alive", env("TADPOLE_KEEP_ALIVE", "5m"), "how long an idle model stays loaded; negative: forever (TADPOLE_KEEP_ALIVE)")
@@ -175,6 +177,10 @@ func parseServeFlags(args []string) (*serveOptions, error) {
 	if err := checkEnv(); err != nil {
 		return nil, err
 	}
+	// Neither the flag nor its variable: the scheduler sizes each model
+	// from free memory (issue 24); the flag's default of 4 is then unused.
+	o.autoSlots = !fs.Changed("parallel") && env("TADPOLE_NUM_PARALLEL", "") == ""
+	o.autoCtx = *o.numCtx == 0
 	return o, nil
 }
 
@@ -194,6 +200,7 @@ func (o *serveOptions) schedConfig() (sched.Config, error) {
 	return sched.Config{
 		Parallel: *o.parallel, NumCtx: *o.numCtx, MaxLoaded: *o.maxLoaded, KeepAlive: ka.Duration,
 		MaxCtx: *o.maxCtx, Threads: *o.threads, FlashAttn: fa, KVType: *o.kvType, MaxQueue: *o.maxQueue,
+		AutoSlots: o.autoSlots, AutoCtx: o.autoCtx,
 	}, nil
 }
 

@@ -126,6 +126,10 @@ type ProcessExtras struct {
 	SlotsTotal int       `json:"slots_total"`
 	QueueDepth int       `json:"queue_depth"`
 	LoadedAt   time.Time `json:"loaded_at"`
+	// Sizing is how the slots and default context were chosen: "mode"
+	// is "auto" (from free memory) or "flags" (--parallel and
+	// --context-length).
+	Sizing any `json:"sizing,omitempty"`
 }
 
 // ProcessResponse is the answer of GET /api/ps.

@@ -37,7 +37,7 @@ func (h *Handler) ps(c echo.Context) error {
 			Digest: digest, Details: details, ExpiresAt: exp, ContextLength: in.NumCtx,
 			Tadpole: &api.ProcessExtras{
 				Processor: p.Processor(), Placement: p, SlotsBusy: busy, SlotsTotal: total,
-				QueueDepth: in.Runner.Waiting(), LoadedAt: in.LoadedAt,
+				QueueDepth: in.Runner.Waiting(), LoadedAt: in.LoadedAt, Sizing: in.Sizing,
 			},
 		})
 	}

@@ -43,6 +43,14 @@ type Config struct {
 	// num_ctx (0: the model's training context, or NumCtx when that is
 	// larger).
 	MaxCtx int
+	// AutoSlots and AutoCtx choose each model's slots (Parallel ignored)
+	// and default context (NumCtx ignored) from free memory (sizing.go):
+	// the server sets them when the operator did not set --parallel or
+	// --context-length.
+	AutoSlots, AutoCtx bool
+	// FreeMemory is the host's free memory now, for sizing (nil:
+	// /proc/meminfo MemAvailable).
+	FreeMemory func() uint64
 }
 
 // MinCtx is the smallest context window a request may ask for.
@@ -99,6 +107,10 @@ type Instance struct {
 	NumCtx       int // per-slot context
 	// DefaultCtx is the window of a request that sets no num_ctx.
 	DefaultCtx int
+	// Slots is the instance's slot count; Sizing how it and DefaultCtx
+	// were chosen.
+	Slots  int
+	Sizing Sizing
 
 	refs      int
 	stale     bool      // its file changed on disk: unload when idle
@@ -138,6 +150,8 @@ type Scheduler struct {
 	cfg  Config
 	mu   sync.Mutex
 	ctxs sync.Map // path → trainedCtx
+	// sizes: sizeKey → Sizing, decided once per model file version.
+	sizes sync.Map
 	// projErrs: Key → why the projector of the instance loaded under it
 	// failed (the instance serves text only).
 	projErrs sync.Map
@@ -179,6 +193,13 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 		return nil, 0, err
 	}
 	key.Version = version
+	size, err := s.sizingFor(key, def, maxCtx)
+	if err != nil {
+		return nil, 0, err
+	}
+	if s.cfg.AutoCtx {
+		def = min(max(size.Context, MinCtx), maxCtx)
+	}
 	want := key.NumCtx
 	if want == 0 {
 		want = def
@@ -214,7 +235,7 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 			if err != nil {
 				return nil, 0, fmt.Errorf("load: %w", err)
 			}
-			slots, err := mulInt(key.NumCtx, s.cfg.Parallel)
+			slots, err := mulInt(key.NumCtx, size.SlotsFor(key.NumCtx))
 			if err != nil {
 				return nil, 0, fmt.Errorf("load %s: %w", key.Path, err)
 			}
@@ -263,13 +284,14 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 				return nil, 0, fmt.Errorf("load %s: %w", key.Path, err)
 			}
 		}
-		in := &Instance{Key: key, Name: name, refs: 1, ready: make(chan struct{}), Placement: place, NumCtx: key.NumCtx, DefaultCtx: def}
+		in := &Instance{Key: key, Name: name, refs: 1, ready: make(chan struct{}), Placement: place, NumCtx: key.NumCtx, DefaultCtx: def,
+			Slots: size.SlotsFor(key.NumCtx), Sizing: size}
 		s.loaded[key] = in
 		s.mu.Unlock()
 
 		t0 := time.Now()
 		before := s.gpuFree(place.GPUs)
-		in.Model, in.Runner, in.Projector, in.err = s.load(key, key.NumCtx, place)
+		in.Model, in.Runner, in.Projector, in.err = s.load(key, key.NumCtx, in.Slots, place)
 		in.LoadDuration = time.Since(t0)
 		in.LoadedAt = time.Now()
 		close(in.ready)
@@ -280,7 +302,7 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 			s.mu.Unlock()
 			return nil, 0, in.err
 		}
-		slog.Info("model loaded", "model", name, "path", key.Path, "num_ctx", key.NumCtx, "parallel", s.cfg.Parallel,
+		slog.Info("model loaded", "model", name, "path", key.Path, "num_ctx", key.NumCtx, "parallel", in.Slots, "sizing", size.Mode,
 			"placement", place.Reason, "gpu_layers", place.GPULayers, "processor", place.Processor(),
 			"estimated_mib", place.EstimatedBytes>>20, "weights_mib", in.Model.Meta.SizeBytes>>20,
 			"took", in.LoadDuration.Round(time.Millisecond))
@@ -379,7 +401,7 @@ func (s *Scheduler) ProjectorError(in *Instance) error {
 	return nil
 }
 
-func (s *Scheduler) load(key Key, nctx int, place Placement) (*engine.Model, *runner.Runner, *mtmd.Projector, error) {
+func (s *Scheduler) load(key Key, nctx, slots int, place Placement) (*engine.Model, *runner.Runner, *mtmd.Projector, error) {
 	m, err := engine.LoadModel(key.Path, engine.ModelParams{
 		GPULayers: place.GPULayers, MainGPU: mainGPU(key, place), TensorSplit: place.TensorSplit,
 		NoMMap: key.NoMMap, MLock: key.MLock,
@@ -406,7 +428,7 @@ func (s *Scheduler) load(key Key, nctx int, place Placement) (*engine.Model, *ru
 		}
 	}
 	r, err := runner.New(m, runner.Config{
-		Parallel: s.cfg.Parallel, NumCtx: nctx, NumBatch: key.NumBatch,
+		Parallel: slots, NumCtx: nctx, NumBatch: key.NumBatch,
 		Threads: threads, FlashAttn: s.cfg.FlashAttn, KVType: s.cfg.KVType,
 	})
 	if err != nil {

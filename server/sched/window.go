@@ -44,7 +44,7 @@ func (s *Scheduler) contextLimits(path string) (def, maxCtx int, version string,
 		return 0, 0, "", err
 	}
 	switch {
-	case s.cfg.NumCtx > 0:
+	case s.cfg.NumCtx > 0 && !s.cfg.AutoCtx:
 		def = s.cfg.NumCtx
 	case trained > 0:
 		def = min(4096, trained)
