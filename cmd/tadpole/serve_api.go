@@ -32,6 +32,8 @@ type apiFlags struct {
 	allowImageURLs            *bool
 	// the job database (serve_db.go)
 	db *dbFlags
+	// the prompt cache (serve_cache.go)
+	cache *cacheFlags
 }
 
 func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
@@ -57,7 +59,8 @@ func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
 			"largest image in pixels (width × height), checked before it is decoded; larger ones get 400 (TADPOLE_MAX_IMAGE_PIXELS)"),
 		allowImageURLs: fs.Bool("allow-image-urls", envBool("TADPOLE_ALLOW_IMAGE_URLS"),
 			"fetch the images requests name by http(s) URL: public addresses only (checked at connect time), at most --max-body bytes and 10s each, 3 redirects, --max-images a request; off, such URLs get 400 (TADPOLE_ALLOW_IMAGE_URLS)"),
-		db: addDBFlags(fs),
+		db:    addDBFlags(fs),
+		cache: addCacheFlags(fs),
 	}
 }
 
@@ -116,6 +119,9 @@ func (f *apiFlags) apply(cfg *server.Config) error {
 	dir := *f.dataDir
 	if dir == "" {
 		dir = filepath.Join(filepath.Dir(filepath.Clean(cfg.ModelsDir)), "data")
+	}
+	if cfg.Sched.PromptCache, err = f.cache.open(dir); err != nil {
+		return err
 	}
 	jc := jobs.Config{Dir: dir, Retention: retention, Deadline: jobTimeout, MaxQueuedPerOwner: *f.jobQueueKey}
 	where, err := f.db.apply(&jc)

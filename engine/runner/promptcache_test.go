@@ -156,6 +156,27 @@ func TestPromptCache(t *testing.T) {
 		t.Errorf("budgets %d RAM, %d disk: %+v", one+one/2, one/2, st)
 	}
 	r.Close()
+
+	// A directory that cannot be made, and one whose writes fail (gone,
+	// a file in its place): RAM only, and every request answers.
+	notDir := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(notDir, nil, 0o600)
+	gone := filepath.Join(t.TempDir(), "cache")
+	for _, pc := range []*PromptCache{NewPromptCache(one+one/2, filepath.Join(notDir, "sub"), 1<<30), NewPromptCache(one+one/2, gone, 1<<30)} {
+		os.RemoveAll(gone)
+		os.WriteFile(gone, nil, 0o600)
+		r = newCachedRunner(t, m, pc)
+		ga, gb := run(t, r, reqA).text, run(t, r, reqB).text // B's save pushes A out of RAM, to a disk that fails
+		ga2 := run(t, r, reqA).text
+		pc.Wait()
+		if ga != wantA || gb != wantB || ga2 != wantA {
+			t.Errorf("with a failing disk tier: %q / %q / %q", ga, gb, ga2)
+		}
+		if st := pc.Stats(); st.DiskEntries != 0 {
+			t.Errorf("failing disk tier: %+v", st)
+		}
+		r.Close()
+	}
 }
 
 // A state restores only into a context of the same model and shape; a

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -51,6 +52,9 @@ type Config struct {
 	// FreeMemory is the host's free memory now, for sizing (nil:
 	// /proc/meminfo MemAvailable).
 	FreeMemory func() uint64
+	// PromptCache keeps the KV state of prompts the slots give up, for
+	// every instance (nil: none; see runner.PromptCache).
+	PromptCache *runner.PromptCache
 }
 
 // MinCtx is the smallest context window a request may ask for.
@@ -430,6 +434,7 @@ func (s *Scheduler) load(key Key, nctx, slots int, place Placement) (*engine.Mod
 	r, err := runner.New(m, runner.Config{
 		Parallel: slots, NumCtx: nctx, NumBatch: key.NumBatch,
 		Threads: threads, FlashAttn: s.cfg.FlashAttn, KVType: s.cfg.KVType,
+		PromptCache: s.cfg.PromptCache, CacheKey: fileIdentity(key.Path),
 	})
 	if err != nil {
 		proj.Close()
@@ -551,4 +556,17 @@ func (s *Scheduler) Close() {
 		default:
 		}
 	}
+	// The prompts kept in RAM go to disk, for the next start.
+	s.cfg.PromptCache.Flush()
+}
+
+// fileIdentity names a model file's contents for the prompt cache: its
+// path, size and modification time (a store blob's path is its digest; a
+// bare NAME.gguf rewritten in place gets another identity).
+func fileIdentity(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return path
+	}
+	return fmt.Sprintf("%s|%d|%d", path, fi.Size(), fi.ModTime().UnixNano())
 }
