@@ -33,6 +33,9 @@ type httpServer struct {
 	// before and after each case for the per-phase breakdown.
 	metrics bool
 	failed  int // requests that failed in the current case
+	// bin, args and env it was started with (restart)
+	bin       string
+	args, env []string
 }
 
 // serverConfig is what both servers are started with, so that they are
@@ -102,6 +105,7 @@ func startLlamaServer(bin string, c serverConfig) *httpServer {
 }
 
 func (s *httpServer) start(bin string, args, env []string) {
+	s.bin, s.args, s.env = bin, args, env
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Env = append(os.Environ(), env...)
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the bench
@@ -144,19 +148,30 @@ func fatal(format string, args ...any) {
 }
 
 func (s *httpServer) close() {
+	s.stop()
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+}
+
+// restart stops the server (SIGINT: it shuts down as an operator's stop
+// would) and starts it again with the same arguments and files.
+func (s *httpServer) restart() {
+	s.stop()
+	s.start(s.bin, s.args, s.env)
+}
+
+func (s *httpServer) stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { s.cmd.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(60 * time.Second):
 			s.cmd.Process.Kill()
 			<-done
 		}
-	}
-	if s.dir != "" {
-		os.RemoveAll(s.dir)
 	}
 }
 

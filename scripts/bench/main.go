@@ -78,6 +78,9 @@ func main() {
 	imageText := flag.Int("image-text-streams", 1, "-images: text streams measured alone and beside the image load")
 	imageLoaders := flag.Int("image-loaders", 2, "-images: clients sending image requests back to back while the text is measured")
 	imageWindow := flag.Duration("image-window", 2*time.Second, "-images: how long text is measured each time, alone and beside the image load")
+	convUsers := flag.Int("conversations", 0, "with -http: measure only returning conversations: this many users, each with its own history, taking turns on -parallel slots (issue 24's prompt cache; Tadpole is restarted once to measure its disk tier)")
+	convHistory := flag.Int("history", 4000, "-conversations: tokens of each user's history")
+	convTurns := flag.Int("turns", 2, "-conversations: returning turns per user")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	log.SetOutput(os.Stderr) // slog.SetDefault routed log through the Warn handler, which drops log.Fatal's Info lines
@@ -176,6 +179,14 @@ func main() {
 		}
 		cfg.parallel = max(cfg.parallel, ic.textStreams+ic.loaders)
 	}
+	conv := convConfig{users: *convUsers, history: *convHistory, turns: *convTurns, message: 16}
+	if conv.users > 0 {
+		cfg.parallel = *parallel
+		cfg.ctx = conv.history + (conv.turns+2)*conv.message + 64
+		if conv.users <= cfg.parallel || conv.turns < 1 || conv.history < 16 {
+			log.Fatal("-conversations must exceed -parallel (a slot must be taken before its conversation returns), -turns be at least 1, -history at least 16")
+		}
+	}
 	var servers []*httpServer
 	if *httpBench {
 		c := cfg
@@ -200,6 +211,10 @@ func main() {
 		log.Fatal(err)
 	}
 	defer vm.Close()
+	if conv.users > 0 {
+		convTable(servers, vm, conv, cfg.parallel)
+		return
+	}
 	httpTable(servers, vm, streams, *n, *reps, *promptLen, floatList(*temps), strings.Split(*modes, ","), raw)
 	if *images {
 		imageTable(servers[0], vm, ic, *n, cfg.projector)
