@@ -26,6 +26,8 @@ func TestChooseSizing(t *testing.T) {
 		slots, ctx int
 	}{
 		{"plenty", sizingInput{free: 80 * gib, fixed: 5 * gib, kvPerToken: kv, target: 8192, floor: 2048}, 16, 8192},
+		{"plenty on the host", sizingInput{free: 80 * gib, fixed: 5 * gib, kvPerToken: kv, target: 8192, floor: 2048, maxSlots: AutoMaxHostSlots}, 4, 8192},
+		{"a bound past AutoMaxSlots", sizingInput{free: 80 * gib, kvPerToken: kv, target: 8192, floor: 2048, maxSlots: 1000}, 16, 8192},
 		// 80% of 8 GiB is 6.4 GiB; less 1 GiB of weights, 5.4 GiB hold 5
 		// slots of 8192 tokens × 128 KiB (1 GiB each).
 		{"five slots", sizingInput{free: 8 * gib, fixed: gib, kvPerToken: kv, target: 8192, floor: 2048}, 5, 8192},
@@ -135,9 +137,9 @@ func TestAutoSizingHost(t *testing.T) {
 		slots, ctx int
 	}{
 		{"three slots fit", freeFor(e0.Total(), per, 3, 2048), 0, 3, 2048},
-		{"plenty", 64 * gib, 0, AutoMaxSlots, 2048},
+		{"plenty", 64 * gib, 0, AutoMaxHostSlots, 2048},
 		{"0 bytes free: the minimum", 0, 0, 1, 2048},
-		{"absurd free memory", math.MaxUint64, math.MaxUint64, AutoMaxSlots, 2048},
+		{"absurd free memory", math.MaxUint64, math.MaxUint64, AutoMaxHostSlots, 2048},
 		// MemoryBytes bounds what MemAvailable says.
 		{"limited by MemoryBytes", 64 * gib, freeFor(e0.Total(), per, 2, 2048), 2, 2048},
 	} {
@@ -172,7 +174,7 @@ func TestAutoSizingGPU(t *testing.T) {
 
 	tiny := &gpu.Fake{List: []gpu.Device{{Index: 0, Name: "tiny", TotalBytes: gpuFixed / 2, FreeBytes: gpuFixed / 2}}}
 	s = autoSched(t, Config{KeepAlive: time.Minute, GPUs: tiny, FreeMemory: func() uint64 { return 64 * gib }})
-	checkInstance(t, acquireSized(t, s, storiesPath, 0), AutoMaxSlots, 2048, "host")
+	checkInstance(t, acquireSized(t, s, storiesPath, 0), AutoMaxHostSlots, 2048, "host")
 
 	// A GPU reporting the largest sizes there are.
 	huge := &gpu.Fake{List: []gpu.Device{{Index: 0, Name: "huge", TotalBytes: math.MaxUint64, FreeBytes: math.MaxUint64}}}
@@ -196,24 +198,23 @@ func TestAutoSizingWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	e0, per := sizingModel(t, long)
-	free := freeFor(e0.Total(), per, 4, AutoTargetCtx)
+	free := freeFor(e0.Total(), per, 3, AutoTargetCtx)
 	s := autoSched(t, Config{KeepAlive: time.Minute, FreeMemory: func() uint64 { return free }})
-	checkInstance(t, acquireSized(t, s, long, 0), 4, AutoTargetCtx, "host")
-	// 16384 tokens: the budget of 4 slots of 8192 holds fewer than 2 of
-	// 16384 once the embedding context doubles too.
+	checkInstance(t, acquireSized(t, s, long, 0), 3, AutoTargetCtx, "host")
+	// 16384 tokens: the budget of 3 slots of 8192 holds fewer of 16384.
 	big := acquireSized(t, s, long, 16384)
-	wantBig := min(max(per.withFree(free, e0.Total()).slotsAt(16384), 1), AutoMaxSlots)
-	if wantBig >= 4 || wantBig < 1 {
+	wantBig := min(max(per.withFree(free, e0.Total()).slotsAt(16384), 1), AutoMaxHostSlots)
+	if wantBig >= 3 || wantBig < 1 {
 		t.Fatalf("bad expectation %d", wantBig)
 	}
 	checkInstance(t, big, wantBig, 16384, "host")
 
 	s = autoSched(t, Config{KeepAlive: time.Minute, FreeMemory: func() uint64 { return 64 * gib }})
-	checkInstance(t, acquireSized(t, s, one, 0), AutoMaxSlots, MinCtx, "host")
+	checkInstance(t, acquireSized(t, s, one, 0), AutoMaxHostSlots, MinCtx, "host")
 }
 
 func (in sizingInput) withFree(free, fixed uint64) sizingInput {
-	in.free, in.fixed = free, fixed
+	in.free, in.fixed, in.maxSlots = free, fixed, AutoMaxHostSlots
 	return in
 }
 
@@ -232,7 +233,7 @@ func TestAutoSizingOneFlag(t *testing.T) {
 	s = newSched(t, Config{KeepAlive: time.Minute, NumCtx: 512, AutoSlots: true, MemoryBytes: 64 * gib, FreeMemory: func() uint64 { return free }})
 	in = acquireSized(t, s, storiesPath, 0)
 	// The budget of 3½ slots of 2048 holds more slots of 512.
-	want := min(per.withFree(free, e0.Total()).slotsAt(512), AutoMaxSlots)
+	want := min(per.withFree(free, e0.Total()).slotsAt(512), AutoMaxHostSlots)
 	if want <= 3 {
 		t.Fatalf("bad expectation %d", want)
 	}
