@@ -141,7 +141,7 @@ func parseServeFlags(args []string) (*serveOptions, error) {
 	o := &serveOptions{}
 	o.host = fs.String("host", env("TADPOLE_HOST", "127.0.0.1:11434"), "address to listen on (TADPOLE_HOST)")
 	o.modelsDir = fs.String("models", env("TADPOLE_MODELS", defaultModelsDir()), "directory of models (TADPOLE_MODELS)")
-	o.parallel = fs.Int("parallel", envInt("TADPOLE_NUM_PARALLEL", 4), "parallel requests per loaded model; unset: chosen per model from free memory, 1 to 16 (TADPOLE_NUM_PARALLEL)")
+	o.parallel = fs.Int("parallel", envInt("TADPOLE_NUM_PARALLEL", 4), "parallel requests per loaded model; unset: chosen per model from free memory, 1 to 16 on GPUs, 1 to 4 on the host (TADPOLE_NUM_PARALLEL)")
 	o.numCtx = fs.Int("context-length", envInt("TADPOLE_CONTEXT_LENGTH", 0), "default context per request in tokens; 0 or unset: chosen per model from free memory, up to min(8192, the model's) (TADPOLE_CONTEXT_LENGTH)")
 	o.maxLoaded = fs.Int("max-loaded-models", envInt("TADPOLE_MAX_LOADED_MODELS", 0), "most model instances loaded at once; 0: as many as fit in memory (TADPOLE_MAX_LOADED_MODELS)")
 	o.maxQueue = fs.Int("max-queue", envInt("TADPOLE_MAX_QUEUE", 512), "most requests waiting for a slot before answering 503 (TADPOLE_MAX_QUEUE)")
