@@ -40,8 +40,8 @@ import (
 //     AutoMaxSlots (16) on GPUs, 1 to AutoMaxHostSlots (4) on the host: a
 //     CPU's decoding gains little past a few streams, while every slot's
 //     KV is paid in RAM (measured: smol135m, 16 × 8192 on the host, made
-//     a 3.1 GiB process that took 7.4 s to load; 4 × 4096, 0.6 GiB and
-//     0.4 s). A window larger than the default (a request's num_ctx)
+//     a 3.1 GiB process that took 7.4 s to load; 4 × 8192, 0.95 GiB
+//     and 1.3 s). A window larger than the default (a request's num_ctx)
 //     loads an instance with as many slots of that window as fit, at
 //     least 1.
 //
@@ -50,7 +50,8 @@ import (
 // Either flag set by the operator fixes that half and the other is still
 // chosen; both set: Sizing.Mode "flags", today's behaviour. The choice is
 // made once per model file version and load options (so every request
-// keys the same instances), logged at load and shown in /api/ps.
+// keys the same instances) and logged then ("sizing from memory"); each
+// load's log line and /api/ps (tadpole.sizing) show it.
 
 const (
 	// AutoTargetCtx is the per-slot context sizing aims for.
