@@ -32,7 +32,7 @@ type apiFlags struct {
 	allowImageURLs            *bool
 	// the job database (serve_db.go)
 	db *dbFlags
-	// the prompt cache (serve_cache.go)
+	// the prompt cache and drafting (serve_decode.go)
 	cache *cacheFlags
 }
 
@@ -121,6 +121,9 @@ func (f *apiFlags) apply(cfg *server.Config) error {
 		dir = filepath.Join(filepath.Dir(filepath.Clean(cfg.ModelsDir)), "data")
 	}
 	if cfg.Sched.PromptCache, err = f.cache.open(dir); err != nil {
+		return err
+	}
+	if cfg.Sched.DraftMax, err = f.cache.draft(); err != nil {
 		return err
 	}
 	jc := jobs.Config{Dir: dir, Retention: retention, Deadline: jobTimeout, MaxQueuedPerOwner: *f.jobQueueKey}

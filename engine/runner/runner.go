@@ -42,6 +42,10 @@ type Config struct {
 	// and window), so that a state is restored only where it fits.
 	PromptCache *PromptCache
 	CacheKey    string
+	// DraftMax bounds the tokens a generating slot drafts by prompt
+	// lookup per step (speculate.go): 0 DefaultDraftMax, negative off,
+	// at most MaxDraft.
+	DraftMax int
 }
 
 // Request is one generation. Prompt holds the already templated and
@@ -115,6 +119,8 @@ type Stats struct {
 	EvalDuration       time.Duration
 	CachedTokens       int           // prompt tokens reused from a slot's cache (or restored)
 	RestoredTokens     int           // of them, restored from the prompt cache
+	DraftTokens        int           // tokens drafted by prompt lookup (speculate.go)
+	DraftAccepted      int           // of them, accepted
 	QueueWait          time.Duration // from Generate to getting a slot
 	StartedAt          time.Time     // when the request got its slot
 	TimeToFirstToken   time.Duration // from Generate to the first generated token
@@ -189,6 +195,9 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 	}
 	if cfg.NumCtx <= 0 {
 		cfg.NumCtx = 2048
+	}
+	if cfg.DraftMax > MaxDraft {
+		return nil, fmt.Errorf("draft max %d is out of range (at most %d)", cfg.DraftMax, MaxDraft)
 	}
 	if cfg.NumBatch <= 0 {
 		cfg.NumBatch = DefaultBatch

@@ -35,6 +35,7 @@ type slot struct {
 	detok      engine.Detokenizer
 	stop       stopMatcher
 	stats      Stats
+	spec       specState // speculate.go
 }
 
 // start prepares a slot for a request (its prompt truncated by Generate
@@ -65,6 +66,7 @@ func (r *Runner) start(s *slot, q *request) {
 	s.generated = s.generated[:0]
 	s.detok = engine.Detokenizer{}
 	s.stop = stopMatcher{stops: nonEmpty(q.Stop)}
+	s.spec.reset()
 	now := time.Now()
 	s.stats = Stats{PromptTokens: len(prompt), CachedTokens: common, QueueWait: now.Sub(q.queued), StartedAt: now}
 	if restored {
@@ -106,6 +108,10 @@ func (r *Runner) step() bool {
 		s.cache = append(s.cache, s.pending)
 		s.hasPending = false
 		generating = append(generating, s)
+	}
+	// Then their drafts (speculate.go), in the room the tokens left.
+	for _, s := range generating {
+		r.addDraft(s)
 	}
 	// Chunks of waiting prompts fill the rest of the batch.
 	for _, s := range r.slots {
@@ -159,7 +165,7 @@ func (r *Runner) step() bool {
 	}
 	for _, s := range r.slots {
 		if s.req != nil && s.outIdx >= 0 {
-			r.sample(s)
+			r.sampleSpec(s)
 		}
 	}
 	record(PhaseStep, time.Since(tStep))

@@ -55,6 +55,9 @@ type Config struct {
 	// PromptCache keeps the KV state of prompts the slots give up, for
 	// every instance (nil: none; see runner.PromptCache).
 	PromptCache *runner.PromptCache
+	// DraftMax bounds prompt-lookup drafting per step (runner.Config:
+	// 0 the default, negative off).
+	DraftMax int
 }
 
 // MinCtx is the smallest context window a request may ask for.
@@ -434,7 +437,7 @@ func (s *Scheduler) load(key Key, nctx, slots int, place Placement) (*engine.Mod
 	r, err := runner.New(m, runner.Config{
 		Parallel: slots, NumCtx: nctx, NumBatch: key.NumBatch,
 		Threads: threads, FlashAttn: s.cfg.FlashAttn, KVType: s.cfg.KVType,
-		PromptCache: s.cfg.PromptCache, CacheKey: fileIdentity(key.Path),
+		PromptCache: s.cfg.PromptCache, CacheKey: fileIdentity(key.Path), DraftMax: s.cfg.DraftMax,
 	})
 	if err != nil {
 		proj.Close()

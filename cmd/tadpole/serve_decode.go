@@ -11,9 +11,11 @@ import (
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
-// cacheFlags are the prompt cache's (issue 24): its RAM and disk budgets.
+// cacheFlags are the prompt cache's budgets (RAM, disk) and the
+// speculative decoding's draft bound (issue 24).
 type cacheFlags struct {
 	ram, disk *string
+	draftMax  *int
 }
 
 // Defaults: a quarter of the memory available at start-up, at most 8 GiB
@@ -27,7 +29,21 @@ func addCacheFlags(fs *pflag.FlagSet) *cacheFlags {
 	return &cacheFlags{
 		ram:  fs.String("cache-ram", env("TADPOLE_CACHE_RAM", "auto"), "host RAM for the KV state of prompts the slots gave up, restored when they return (auto: a quarter of the available memory, at most 8GiB; 0: off) (TADPOLE_CACHE_RAM)"),
 		disk: fs.String("cache-disk", env("TADPOLE_CACHE_DISK", defaultCacheDisk), "disk, under the data directory (prompt-cache/), for prompt states past --cache-ram and the slots' at shutdown; they survive a restart (0: off) (TADPOLE_CACHE_DISK)"),
+		draftMax: fs.Int("draft-max", envInt("TADPOLE_DRAFT_MAX", runner.DefaultDraftMax),
+			"most tokens a generating request drafts per step by prompt lookup and verifies in the same decode (speculative decoding; the output is unchanged); 0: off (TADPOLE_DRAFT_MAX)"),
 	}
+}
+
+// draft is the scheduler's DraftMax for --draft-max (0: off).
+func (f *cacheFlags) draft() (int, error) {
+	n := *f.draftMax
+	if n < 0 || n > runner.MaxDraft {
+		return 0, fmt.Errorf("--draft-max must be 0 to %d, not %d", runner.MaxDraft, n)
+	}
+	if n == 0 {
+		return -1, nil
+	}
+	return n, nil
 }
 
 // open makes the prompt cache (nil when both budgets are 0), its files in

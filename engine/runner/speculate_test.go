@@ -1,0 +1,114 @@
+package runner
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/tadpole-llm/tadpole/engine"
+)
+
+// lookupDraft proposes what followed the latest earlier occurrence of
+// the history's suffix, longest suffix first, and never a token outside
+// the vocabulary.
+func TestLookupDraft(t *testing.T) {
+	toks := func(xs ...int) []engine.Token {
+		out := make([]engine.Token, len(xs))
+		for i, x := range xs {
+			out[i] = engine.Token(x)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		prompt, gen []engine.Token
+		k           int
+		want        []engine.Token
+	}{
+		{toks(1, 2, 3, 4, 5, 6), toks(2, 3), 3, toks(4, 5, 6)},
+		{toks(1, 2, 3, 9, 2, 3, 7, 8), toks(2, 3), 2, toks(7, 8)},       // the latest occurrence
+		{toks(9, 2, 3, 1, 4, 8, 2, 3, 7), toks(9, 2, 3), 2, toks(1, 4)}, // the longer suffix wins
+		{toks(1, 2, 3, 4), toks(7, 8), 4, nil},                          // nothing recurs
+		{toks(1, 2, 3, -5, 6), toks(2, 3), 4, nil},                      // a placeholder ends it
+		{toks(1, 2, 3, 4, 900), toks(2, 3), 4, toks(4)},                 // out of the vocabulary
+		{toks(1, 2, 3, 4, 5), toks(2, 3), 0, nil},                       // k 0
+		{nil, toks(1), 4, nil},                                          // too short
+	} {
+		got := lookupDraft(nil, c.prompt, c.gen, c.k, 512)
+		if len(got) != len(c.want) || (len(got) > 0 && !equalTokens(got, c.want)) {
+			t.Errorf("prompt %v generated %v k %d: %v, want %v", c.prompt, c.gen, c.k, got, c.want)
+		}
+	}
+}
+
+func equalTokens(a, b []engine.Token) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Drafting by prompt lookup changes nothing of the output, greedy or
+// sampled at a temperature (seeded), alone or beside other requests, and
+// on a prompt that repeats what the model writes it accepts drafts.
+func TestSpeculationSameOutput(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	mk := func(draft int) *Runner {
+		r, err := New(m, Config{Parallel: 4, NumCtx: 1024, Threads: 1, DraftMax: draft})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Close)
+		return r
+	}
+	off, on := mk(-1), mk(0)
+	first := run(t, off, Request{Prompt: tokenize(t, m, "Once upon a time"), NumPredict: 96}).text
+	// The model's own words, then the start again: it tends to repeat.
+	repeat := tokenize(t, m, "Once upon a time"+first+"\nOnce upon a time"+first+"\nOnce upon a time")
+	for _, sampling := range []engine.SamplerParams{{Temperature: 0}, {Temperature: 0.8, Seed: 7, TopK: 40, TopP: 0.9, RepeatLastN: 64, RepeatPenalty: 1.1}} {
+		req := Request{Prompt: repeat, NumPredict: 96, Sampling: sampling}
+		want := run(t, off, req)
+		got := run(t, on, req)
+		if got.text != want.text {
+			t.Errorf("temperature %g: with drafts %q, without %q", sampling.Temperature, got.text, want.text)
+		}
+		if got.last.Stats.EvalCount != want.last.Stats.EvalCount {
+			t.Errorf("temperature %g: %d tokens with drafts, %d without", sampling.Temperature, got.last.Stats.EvalCount, want.last.Stats.EvalCount)
+		}
+		st := got.last.Stats
+		t.Logf("temperature %g: %d drafted, %d accepted", sampling.Temperature, st.DraftTokens, st.DraftAccepted)
+		if sampling.Temperature == 0 && (st.DraftTokens == 0 || st.DraftAccepted == 0) {
+			t.Errorf("greedy on a repeating prompt: %d drafted, %d accepted; want drafts accepted", st.DraftTokens, st.DraftAccepted)
+		}
+		// Beside three other requests, drafting or not.
+		ctx := context.Background()
+		var others []<-chan Event
+		for i := range 3 {
+			evs, err := generate(on, ctx, Request{Prompt: tokenize(t, m, strings.Repeat("The dog ran. ", i+1)), NumPredict: 64, Sampling: sampling})
+			if err != nil {
+				t.Fatal(err)
+			}
+			others = append(others, evs)
+		}
+		if busy := run(t, on, req); busy.text != want.text {
+			t.Errorf("temperature %g, beside 3 requests: with drafts %q, without %q", sampling.Temperature, busy.text, want.text)
+		}
+		for _, evs := range others {
+			collect(t, evs)
+		}
+	}
+	// Stop strings and a token limit end a drafted run where they would
+	// end a plain one.
+	for _, req := range []Request{
+		{Prompt: repeat, NumPredict: 5},
+		{Prompt: repeat, NumPredict: 200, Stop: []string{strings.Fields(first)[3]}},
+	} {
+		if got, want := run(t, on, req), run(t, off, req); got.text != want.text || got.last.DoneReason != want.last.DoneReason {
+			t.Errorf("limit %d stop %q: with drafts %q (%s), without %q (%s)", req.NumPredict, req.Stop, got.text, got.last.DoneReason, want.text, want.last.DoneReason)
+		}
+	}
+}
