@@ -127,12 +127,48 @@ func BigramTokens() []string {
 // Bigram returns the metadata and tensors of the bigram model (see the
 // package documentation), for writing with gguf.Write.
 func Bigram() ([]gguf.KV, []gguf.Tensor) {
+	return bigramOf(1, 0, bigramFF, gguf.F32)
+}
+
+// BigramHeavy is the bigram model made as costly as a real one without
+// changing a single answer: blocks blocks 1024 wide with feed-forward
+// width 2816 (about 12.6 million F16 weights each), whose attention and
+// feed-forward outputs are zero, so that the residual stream is the
+// token's one-hot embedding as in Bigram. Decoding reads every weight,
+// as a model of that size does; for benchmarks of speculative decoding,
+// where the scripted answers make drafts predictable.
+func BigramHeavy(blocks int) ([]gguf.KV, []gguf.Tensor) {
+	return bigramOf(blocks, 1024, 2816, gguf.F16)
+}
+
+// WriteBigramHeavy writes BigramHeavy(blocks) to path.
+func WriteBigramHeavy(path string, blocks int) error {
+	kvs, tensors := BigramHeavy(blocks)
+	if err := gguf.WriteFile(path, kvs, tensors); err != nil {
+		return fmt.Errorf("write heavy bigram model: %w", err)
+	}
+	return nil
+}
+
+// bigramOf is the bigram model with blocks blocks of width width (0: the
+// vocabulary rounded up to 64) and feed-forward width ff, block weights
+// of type typ.
+func bigramOf(blocks, width, ff int, typ gguf.TensorType) ([]gguf.KV, []gguf.Tensor) {
 	v, next := bigramVocab()
 	nVocab := len(v.tokens)
 	nEmbd := (nVocab + 63) / 64 * 64 // >= nVocab, so one-hot embeddings fit
+	nEmbd = max(nEmbd, width)
 
 	kvs := oneBlockKVs(BigramName, "Deterministic bigram model for tests: greedy output depends only on the last token.",
 		nVocab, BigramContextLength, nEmbd, 10000)
+	for i := range kvs {
+		switch kvs[i].Key {
+		case "llama.block_count":
+			kvs[i].Value = uint32(blocks)
+		case "llama.feed_forward_length":
+			kvs[i].Value = uint32(ff)
+		}
+	}
 	kvs = append(kvs, v.kvs()...)
 
 	e := uint64(nEmbd)
@@ -152,28 +188,35 @@ func Bigram() ([]gguf.KV, []gguf.Tensor) {
 		for i := range vals {
 			vals[i] = 0.05 * r.uniform()
 		}
-		return gguf.Tensor{Name: name, Dims: []uint64{uint64(cols), uint64(rows)}, Type: gguf.F32, Data: encodeF32(vals, gguf.F32)}
+		return gguf.Tensor{Name: name, Dims: []uint64{uint64(cols), uint64(rows)}, Type: typ, Data: encodeF32(vals, typ)}
 	}
 	zeros := func(name string, rows, cols int) gguf.Tensor {
-		return gguf.Tensor{Name: name, Dims: []uint64{uint64(cols), uint64(rows)}, Type: gguf.F32, Data: make([]byte, 4*rows*cols)}
+		return gguf.Tensor{Name: name, Dims: []uint64{uint64(cols), uint64(rows)}, Type: typ, Data: encodeF32(make([]float32, rows*cols), typ)}
 	}
 	ones := func(name string) gguf.Tensor {
 		return gguf.Tensor{Name: name, Dims: []uint64{e}, Type: gguf.F32, Data: constF32(nEmbd, 1)}
 	}
 	tensors := []gguf.Tensor{
 		{Name: "token_embd.weight", Dims: []uint64{e, uint64(nVocab)}, Type: gguf.F32, Data: encodeF32(embd, gguf.F32)},
-		ones("blk.0.attn_norm.weight"),
-		random("blk.0.attn_q.weight", nEmbd, nEmbd),
-		random("blk.0.attn_k.weight", nEmbd, nEmbd),
-		random("blk.0.attn_v.weight", nEmbd, nEmbd),
-		zeros("blk.0.attn_output.weight", nEmbd, nEmbd),
-		ones("blk.0.ffn_norm.weight"),
-		random("blk.0.ffn_gate.weight", bigramFF, nEmbd),
-		random("blk.0.ffn_up.weight", bigramFF, nEmbd),
-		zeros("blk.0.ffn_down.weight", nEmbd, bigramFF),
-		ones("output_norm.weight"),
-		{Name: "output.weight", Dims: []uint64{e, uint64(nVocab)}, Type: gguf.F32, Data: encodeF32(out, gguf.F32)},
 	}
+	for b := range blocks {
+		p := fmt.Sprintf("blk.%d.", b)
+		tensors = append(tensors,
+			ones(p+"attn_norm.weight"),
+			random(p+"attn_q.weight", nEmbd, nEmbd),
+			random(p+"attn_k.weight", nEmbd, nEmbd),
+			random(p+"attn_v.weight", nEmbd, nEmbd),
+			zeros(p+"attn_output.weight", nEmbd, nEmbd),
+			ones(p+"ffn_norm.weight"),
+			random(p+"ffn_gate.weight", ff, nEmbd),
+			random(p+"ffn_up.weight", ff, nEmbd),
+			zeros(p+"ffn_down.weight", nEmbd, ff),
+		)
+	}
+	tensors = append(tensors,
+		ones("output_norm.weight"),
+		gguf.Tensor{Name: "output.weight", Dims: []uint64{e, uint64(nVocab)}, Type: gguf.F32, Data: encodeF32(out, gguf.F32)},
+	)
 	return kvs, tensors
 }
 

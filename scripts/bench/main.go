@@ -78,6 +78,8 @@ func main() {
 	imageText := flag.Int("image-text-streams", 1, "-images: text streams measured alone and beside the image load")
 	imageLoaders := flag.Int("image-loaders", 2, "-images: clients sending image requests back to back while the text is measured")
 	imageWindow := flag.Duration("image-window", 2*time.Second, "-images: how long text is measured each time, alone and beside the image load")
+	promptText := flag.String("prompt-text", "", "with -http: every request's prompt is this text instead of the generated tokens (e.g. \"ping pong ping pong ping\" on the bigram models, whose answer repeats it: a workload for speculative decoding)")
+	tadpole2 := flag.String("tadpole2-args", "", "with -http: measure a second Tadpole, started with these extra flags, instead of a peer (e.g. \"--draft-max 0\": speculative decoding off against on)")
 	convUsers := flag.Int("conversations", 0, "with -http: measure only returning conversations: this many users, each with its own history, taking turns on -parallel slots (issue 24's prompt cache; Tadpole is restarted once to measure its disk tier)")
 	convHistory := flag.Int("history", 4000, "-conversations: tokens of each user's history")
 	convTurns := flag.Int("turns", 2, "-conversations: returning turns per user")
@@ -194,6 +196,12 @@ func main() {
 		servers = append(servers, startTadpole(*tadpoleBin, c))
 	}
 	switch {
+	case *tadpole2 != "":
+		c := cfg
+		c.extra = append([]string{"--flash-attention", *flash}, strings.Fields(*tadpoleArgs+" "+*tadpole2)...)
+		t2 := startTadpole(*tadpoleBin, c)
+		t2.name = "tadpole " + *tadpole2
+		servers = append(servers, t2)
 	case *llamaServer != "":
 		c := cfg
 		c.extra = strings.Fields(*llamaArgs)
@@ -211,6 +219,11 @@ func main() {
 		log.Fatal(err)
 	}
 	defer vm.Close()
+	if *promptText != "" {
+		if textPrompt, err = vm.Tokenize(*promptText, true, true); err != nil || len(textPrompt) == 0 {
+			log.Fatalf("-prompt-text: %v", err)
+		}
+	}
 	if conv.users > 0 {
 		convTable(servers, vm, conv, cfg.parallel)
 		return
@@ -515,7 +528,13 @@ func rawDecode(m *engine.Model, seqs, n, nctx, threads int, sp engine.SamplerPar
 
 // streamPrompt is stream s's prompt: a per-stream token after BOS makes the
 // prompts differ, so no slot reuses another's prefix.
+// textPrompt is -prompt-text's tokens: every stream's prompt when set.
+var textPrompt []engine.Token
+
 func streamPrompt(m *engine.Model, s int) []engine.Token {
+	if textPrompt != nil {
+		return textPrompt
+	}
 	p := promptTokens(m, 8)
 	return append([]engine.Token{p[0], engine.Token(100 + s)}, p[1:]...)
 }

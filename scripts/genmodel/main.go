@@ -8,7 +8,9 @@
 //	go run ./scripts/genmodel -kind vision -o /tmp/vision.gguf
 //	go run ./scripts/genmodel -kind vision-bench -type q8_0 -o /tmp/vbench.gguf
 //
-// Kinds: bigram (known greedy answers, always F32), reranker (a BERT
+// Kinds: bigram (known greedy answers, always F32), bigram-heavy (the
+// same answers from 12 blocks 1024 wide, F16, whose outputs are zero: a
+// real model's cost, for speculative decoding benchmarks), reranker (a BERT
 // reranker with known scores, always F32), vision (a tiny random text
 // model and its LLaVA-style projector, written beside it as
 // NAME.mmproj.gguf for -o NAME.gguf; always F32), vision-bench (the same
@@ -29,7 +31,7 @@ import (
 )
 
 func main() {
-	kind := flag.String("kind", "bigram", "model: bigram, reranker, vision, vision-bench, llama1b, smol135m, small or tiny")
+	kind := flag.String("kind", "bigram", "model: bigram, bigram-heavy, reranker, vision, vision-bench, llama1b, smol135m, small or tiny")
 	typ := flag.String("type", "q4_0", "weight type of the random models: f32, f16, q8_0 or q4_0")
 	seed := flag.Int64("seed", 1, "seed of the random models")
 	out := flag.String("o", "", "output file (required)")
@@ -50,6 +52,8 @@ func run(kind, typ string, seed int64, out string) error {
 	switch strings.ToLower(kind) {
 	case "bigram":
 		err = testmodels.WriteBigram(out)
+	case "bigram-heavy":
+		err = testmodels.WriteBigramHeavy(out, 12)
 	case "reranker":
 		err = testmodels.WriteReranker(out)
 	case "vision", "vision-bench":
@@ -76,7 +80,7 @@ func run(kind, typ string, seed int64, out string) error {
 		}
 		err = testmodels.WriteRandomLlama(out, shape, t, seed)
 	default:
-		return fmt.Errorf("unknown -kind %q (bigram, reranker, vision, vision-bench, llama1b, smol135m, small, tiny)", kind)
+		return fmt.Errorf("unknown -kind %q (bigram, bigram-heavy, reranker, vision, vision-bench, llama1b, smol135m, small, tiny)", kind)
 	}
 	if err != nil {
 		return err
