@@ -165,6 +165,7 @@ type Runner struct {
 	closed  bool
 
 	encodeMu sync.Mutex // one Encode at a time
+	cost     stepCost   // decode steps' time by batch size (speculate.go; the loop's)
 
 	// embedCtx is the embedding context, made by the loop on the first
 	// embedding request; only the loop uses it.

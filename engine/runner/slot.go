@@ -111,7 +111,7 @@ func (r *Runner) step() bool {
 	}
 	// Then their drafts (speculate.go), in the room the tokens left.
 	for _, s := range generating {
-		r.addDraft(s)
+		r.addDraft(s, len(generating))
 	}
 	// Chunks of waiting prompts fill the rest of the batch.
 	for _, s := range r.slots {
@@ -156,6 +156,9 @@ func (r *Runner) step() bool {
 	}
 	for _, s := range generating {
 		s.stats.EvalDuration += took
+	}
+	if len(prefilling) == 0 && len(generating) > 0 {
+		r.cost.observe(r.batch.Len(), took.Seconds())
 	}
 	for _, s := range prefilling {
 		s.stats.PromptEvalDuration += took

@@ -15,8 +15,20 @@ import "github.com/tadpole-llm/tadpole/engine"
 // temperature, grammar and penalties included. The first sample that is
 // not the draft is kept as the next token; the drafts after it leave the
 // KV. Code editing, RAG answers quoting their sources and long repeated
-// boilerplate accept many tokens; prose accepts few, so the drafting of a
-// slot whose drafts keep failing backs off.
+// boilerplate accept many tokens; prose accepts few.
+//
+// A draft token is worth its place only if it is accepted often enough
+// to pay for the compute it adds to the step. The runner fits its decode
+// steps' time to a + b·n (n tokens in the batch; a: reading the weights,
+// b: each token's compute) and a slot estimates the chance α that a
+// draft token is accepted (from its own drafts; 0.5 before the first).
+// With n slots generating, a step makes n tokens in a + b·n, and the i-th
+// draft token of a slot, accepted with chance α^i, adds b: it is drafted
+// only if α^i > θ = b·n / (a + b·n). On a CPU decoding one stream, θ is
+// small (the weights dominate) and a slot drafts freely; with eight
+// streams the batch is compute-bound, θ nears 1, and only drafts that
+// are almost always right are made. A slot that has not drafted for
+// draftProbe steps drafts one token, so that a change in its text shows.
 
 // Drafting settings.
 const (
@@ -31,11 +43,11 @@ const (
 	draftNgramMin = 2
 	// draftLookback bounds the history searched per step.
 	draftLookback = 8192
-	// A slot whose last draftWindow drafted tokens were accepted less
-	// than draftMinRate of the time stops drafting for draftBackoff steps.
-	draftWindow  = 32
-	draftMinRate = 0.25
-	draftBackoff = 64
+	// draftProbe: steps without a draft after which a slot drafts one.
+	draftProbe = 32
+	// draftDecay weighs a slot's past drafts in its acceptance estimate
+	// (and the cost fit's past steps).
+	draftDecay = 0.95
 )
 
 // specState is a slot's drafting state.
@@ -44,8 +56,9 @@ type specState struct {
 	draftIdx []int          // their batch indices
 	base     int            // cache length before the drafts
 
-	proposed, accepted int // in the current window
-	pause              int // steps left without drafting
+	// proposed, accepted: decayed counts of the slot's draft tokens
+	proposed, accepted float64
+	idle               int // steps since the slot last drafted
 
 	// over the request, for Stats
 	totalProposed, totalAccepted int
@@ -69,7 +82,8 @@ func (r *Runner) draftMax() int {
 // addDraft drafts slot s's next tokens after its pending one (already in
 // the batch at the end of s.cache) and adds them to the batch, within the
 // slot's window and the batch's room.
-func (r *Runner) addDraft(s *slot) {
+// n is the number of slots generating this step.
+func (r *Runner) addDraft(s *slot, n int) {
 	sp := &s.spec
 	sp.draft, sp.draftIdx = sp.draft[:0], sp.draftIdx[:0]
 	k := min(r.draftMax(), s.req.NumCtx-len(s.cache), r.batch.Cap()-r.batch.Len())
@@ -79,10 +93,14 @@ func (r *Runner) addDraft(s *slot) {
 	if k < 1 {
 		return
 	}
-	if sp.pause > 0 {
-		sp.pause--
-		return
+	if want := r.draftLen(sp, n); want < k {
+		if want == 0 && sp.idle < draftProbe {
+			sp.idle++
+			return
+		}
+		k = max(want, 1)
 	}
+	sp.idle = 0
 	sp.draft = lookupDraft(sp.draft, s.prompt, s.generated, k, r.model.VocabSize())
 	sp.base = len(s.cache)
 	for _, t := range sp.draft {
@@ -157,16 +175,61 @@ func (r *Runner) sampleSpec(s *slot) {
 		r.ctx.SeqRemove(s.id, keep, -1)
 		s.cache = s.cache[:keep]
 	}
-	sp.proposed += len(sp.draft)
-	sp.accepted += accepted
+	// The tokens after the first rejection tell nothing of α.
+	tried := min(accepted+1, len(sp.draft))
+	sp.proposed = sp.proposed*draftDecay + float64(tried)
+	sp.accepted = sp.accepted*draftDecay + float64(accepted)
 	sp.totalProposed += len(sp.draft)
 	sp.totalAccepted += accepted
 	s.stats.DraftTokens, s.stats.DraftAccepted = sp.totalProposed, sp.totalAccepted
-	if sp.proposed >= draftWindow {
-		if float64(sp.accepted) < draftMinRate*float64(sp.proposed) {
-			sp.pause = draftBackoff
-		}
-		sp.proposed, sp.accepted = 0, 0
-	}
 	sp.draft, sp.draftIdx = sp.draft[:0], sp.draftIdx[:0]
+}
+
+// draftLen is how many draft tokens pay for slot sp with n slots
+// generating: the largest i with α^i > θ (see the package comment).
+func (r *Runner) draftLen(sp *specState, n int) int {
+	alpha := (sp.accepted + 1) / (sp.proposed + 2) // 0.5 before any draft
+	theta := r.cost.threshold(n)
+	k, p := 0, alpha
+	for k < MaxDraft && p > theta {
+		k++
+		p *= alpha
+	}
+	return k
+}
+
+// stepCost fits decode steps' time to a + b·n for n tokens in the batch
+// (least squares, past steps decayed by draftDecay), from steps without
+// prompt tokens (all their tokens want logits, as drafts do).
+type stepCost struct {
+	s0, s1, s2, t0, t1 float64 // Σw, Σw·n, Σw·n², Σw·t, Σw·n·t
+}
+
+// observe adds a step of n tokens that took t seconds.
+func (c *stepCost) observe(n int, t float64) {
+	x := float64(n)
+	c.s0 = c.s0*draftDecay + 1
+	c.s1 = c.s1*draftDecay + x
+	c.s2 = c.s2*draftDecay + x*x
+	c.t0 = c.t0*draftDecay + t
+	c.t1 = c.t1*draftDecay + x*t
+}
+
+// threshold is θ = b·n / (a + b·n). Until steps of different sizes have
+// been seen (b unknown), it assumes a token's compute is a 32nd of the
+// weights' reading (a memory-bound CPU or GPU step), so that drafting
+// starts and shows the rest.
+func (c *stepCost) threshold(n int) float64 {
+	x := float64(max(n, 1))
+	a, b := 32.0, 1.0
+	if det := c.s0*c.s2 - c.s1*c.s1; c.s0 > 2 && det > 1e-9*c.s0*c.s2 {
+		fb := (c.s0*c.t1 - c.s1*c.t0) / det
+		fa := (c.t0 - fb*c.s1) / c.s0
+		if fb >= 0 && fa > 0 {
+			a, b = fa, fb
+		} else if fb >= 0 {
+			return 1 // no fixed cost: every token costs its share; never draft
+		}
+	}
+	return b * x / (a + b*x)
 }

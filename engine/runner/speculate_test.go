@@ -112,3 +112,43 @@ func TestSpeculationSameOutput(t *testing.T) {
 		}
 	}
 }
+
+// The step-cost fit recovers a + b·n from steps of mixed sizes, and its
+// threshold grows with the streams in the batch; before any variety it
+// assumes a memory-bound step; draft lengths follow α^i > θ.
+func TestStepCost(t *testing.T) {
+	var c stepCost
+	if th := c.threshold(1); th < 0.02 || th > 0.05 {
+		t.Errorf("prior θ(1) = %.3f, want 1/33", th)
+	}
+	for i := range 200 {
+		n := 1 + i%9
+		c.observe(n, 0.010+0.001*float64(n))
+	}
+	for _, x := range []struct {
+		n    int
+		want float64
+	}{{1, 0.001 / 0.011}, {8, 0.008 / 0.018}, {0, 0.001 / 0.011}} {
+		if got := c.threshold(x.n); got < x.want-1e-6 || got > x.want+1e-6 {
+			t.Errorf("θ(%d) = %.6f, want %.6f", x.n, got, x.want)
+		}
+	}
+	r := &Runner{cost: c}
+	sp := &specState{proposed: 100, accepted: 90} // α ≈ 0.9
+	if k1, k8 := r.draftLen(sp, 1), r.draftLen(sp, 8); k1 <= k8 || k8 < 1 {
+		t.Errorf("α 0.9: %d drafts at 1 stream, %d at 8; want fewer at 8, at least 1", k1, k8)
+	}
+	sp = &specState{proposed: 100, accepted: 10}
+	if k := r.draftLen(sp, 8); k != 0 {
+		t.Errorf("α 0.1 at 8 streams: %d drafts, want none", k)
+	}
+	// Steps that all cost the same per token (no fixed part): never draft.
+	var flat stepCost
+	for i := range 50 {
+		n := 1 + i%5
+		flat.observe(n, 0.002*float64(n))
+	}
+	if th := flat.threshold(4); th < 0.99 {
+		t.Errorf("no fixed cost: θ = %.3f, want 1", th)
+	}
+}
