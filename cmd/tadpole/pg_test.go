@@ -43,39 +43,6 @@ func pgServeArgs(t *testing.T, models, url string) []string {
 		"--threads", "1", "--parallel", "2", "--context-length", "256", "--log-level", "info"}
 }
 
-// pgQuery runs one query on url and returns its rows as strings.
-func pgQuery(t *testing.T, url, q string, args ...any) [][]string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, q, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rows.Close()
-	var out [][]string
-	for rows.Next() {
-		vals, err := rows.Values()
-		if err != nil {
-			t.Fatal(err)
-		}
-		row := make([]string, len(vals))
-		for i, v := range vals {
-			row[i] = fmt.Sprint(v)
-		}
-		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // Two replicas on one PostgreSQL database; 100 jobs submitted through
 // both; one is killed (kill -9) while it runs jobs. Every job completes
 // exactly once: none lost (all completed in the database, each result
@@ -145,8 +112,8 @@ func TestPGReplicasExactlyOnce(t *testing.T) {
 			a.kill(t)
 			// What A held when it died: running under its lease, which
 			// nobody renews now.
-			held = pgQuery(t, url, `SELECT id FROM jobs WHERE state = 'running' AND lease_owner = $1`, ownerA)
-			done, _ := strconv.Atoi(pgQuery(t, url, `SELECT count(*) FROM jobs WHERE state = 'completed'`)[0][0])
+			held = pgtest.Query(t, url, `SELECT id FROM jobs WHERE state = 'running' AND lease_owner = $1`, ownerA)
+			done, _ := strconv.Atoi(pgtest.Query(t, url, `SELECT count(*) FROM jobs WHERE state = 'completed'`)[0][0])
 			t.Logf("killed replica A (kill -9) with %d jobs running on it; %d of %d completed by then (both replicas)", len(held), done, n)
 			break
 		}
@@ -158,7 +125,7 @@ func TestPGReplicasExactlyOnce(t *testing.T) {
 		t.Fatalf("A held no job at the kill: its jobs completed between the check and the kill")
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		left := pgQuery(t, url, `SELECT count(*) FROM jobs WHERE state IN ('queued', 'running')`)[0][0]
+		left := pgtest.Query(t, url, `SELECT count(*) FROM jobs WHERE state IN ('queued', 'running')`)[0][0]
 		if left == "0" {
 			break
 		}
@@ -170,14 +137,14 @@ func TestPGReplicasExactlyOnce(t *testing.T) {
 	// Count: completions written per job (the trigger's rows), states
 	// from the database, results through the survivor.
 	written, byA := map[string]int{}, 0
-	for _, r := range pgQuery(t, url, `SELECT id, by_replica FROM completions`) {
+	for _, r := range pgtest.Query(t, url, `SELECT id, by_replica FROM completions`) {
 		written[r[0]]++
 		if r[1] == ownerA {
 			byA++
 		}
 	}
 	states := map[string]string{}
-	for _, r := range pgQuery(t, url, `SELECT id, state FROM jobs`) {
+	for _, r := range pgtest.Query(t, url, `SELECT id, state FROM jobs`) {
 		states[r[0]] = r[1]
 	}
 	completed, duplicated, lost := 0, 0, 0
@@ -201,7 +168,7 @@ func TestPGReplicasExactlyOnce(t *testing.T) {
 		t.Errorf("%d jobs in the database, want %d", len(states), n)
 	}
 	for _, r := range held {
-		got := pgQuery(t, url, `SELECT state, attempts, lease_owner FROM jobs WHERE id = $1`, r[0])[0]
+		got := pgtest.Query(t, url, `SELECT state, attempts, lease_owner FROM jobs WHERE id = $1`, r[0])[0]
 		if got[0] != "completed" || got[1] != "2" || got[2] == ownerA {
 			t.Errorf("job %s, held by A at the kill: %v (state, attempts, completed by)", r[0], got)
 		}
@@ -324,7 +291,7 @@ func TestPGServeRefuses(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "newer than this Tadpole knows") || !strings.Contains(r.stderr, "version 999") {
 		t.Fatalf("newer schema: %s", r)
 	}
-	if tables := pgQuery(t, url, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`)[0][0]; tables != "1" {
+	if tables := pgtest.Query(t, url, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`)[0][0]; tables != "1" {
 		t.Fatalf("%s tables after the refusal: something was written", tables)
 	}
 	bad := "postgres://tadpole:hunter2-secret@127.0.0.1:1/jobs?sslmode=disable"
@@ -392,7 +359,7 @@ func TestPGDrainHandsJobToReplica(t *testing.T) {
 	}
 	id := env.Data.ID
 	owner := func() []string {
-		return pgQuery(t, url, `SELECT state, attempts, lease_owner FROM jobs WHERE id = $1`, id)[0]
+		return pgtest.Query(t, url, `SELECT state, attempts, lease_owner FROM jobs WHERE id = $1`, id)[0]
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		if got := owner(); got[0] == "running" && got[2] == ownerA {

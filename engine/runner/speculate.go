@@ -48,6 +48,8 @@ const (
 	// draftDecay weighs a slot's past drafts in its acceptance estimate
 	// (and the cost fit's past steps).
 	draftDecay = 0.95
+	// draftMargin: how much better than break-even a draft token must be.
+	draftMargin = 1.5
 )
 
 // specState is a slot's drafting state.
@@ -189,7 +191,9 @@ func (r *Runner) sampleSpec(s *slot) {
 // generating: the largest i with α^i > θ (see the package comment).
 func (r *Runner) draftLen(sp *specState, n int) int {
 	alpha := (sp.accepted + 1) / (sp.proposed + 2) // 0.5 before any draft
-	theta := r.cost.threshold(n)
+	// A margin over break-even: the fit and α are estimates, and a draft
+	// that only breaks even slows every other slot's step for nothing.
+	theta := min(1, draftMargin*r.cost.threshold(n))
 	k, p := 0, alpha
 	for k < MaxDraft && p > theta {
 		k++

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,22 +35,10 @@ func TestLookupDraft(t *testing.T) {
 		{nil, toks(1), 4, nil},                                          // too short
 	} {
 		got := lookupDraft(nil, c.prompt, c.gen, c.k, 512)
-		if len(got) != len(c.want) || (len(got) > 0 && !equalTokens(got, c.want)) {
+		if len(got) != len(c.want) || (len(got) > 0 && !slices.Equal(got, c.want)) {
 			t.Errorf("prompt %v generated %v k %d: %v, want %v", c.prompt, c.gen, c.k, got, c.want)
 		}
 	}
-}
-
-func equalTokens(a, b []engine.Token) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Drafting by prompt lookup changes nothing of the output, greedy or

@@ -197,6 +197,44 @@ func (s *Server) NewDB(t testing.TB) string {
 // Exec runs SQL statements in database url.
 func Exec(t testing.TB, url, sql string, args ...any) {
 	t.Helper()
+	withConn(t, url, func(ctx context.Context, conn *pgx.Conn) {
+		if _, err := conn.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %v", strings.TrimSpace(sql), err)
+		}
+	})
+}
+
+// Query runs one query in database url and returns its rows as strings.
+func Query(t testing.TB, url, q string, args ...any) [][]string {
+	t.Helper()
+	var out [][]string
+	withConn(t, url, func(ctx context.Context, conn *pgx.Conn) {
+		rows, err := conn.Query(ctx, q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := make([]string, len(vals))
+			for i, v := range vals {
+				row[i] = fmt.Sprint(v)
+			}
+			out = append(out, row)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return out
+}
+
+// withConn runs f on a connection to url (30 s at most).
+func withConn(t testing.TB, url string, f func(context.Context, *pgx.Conn)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
@@ -204,7 +242,5 @@ func Exec(t testing.TB, url, sql string, args ...any) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql, args...); err != nil {
-		t.Fatalf("%s: %v", strings.TrimSpace(sql), err)
-	}
+	f(ctx, conn)
 }
