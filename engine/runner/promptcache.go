@@ -568,9 +568,11 @@ func (r *Runner) swapPromptCache(s *slot, q *request) bool {
 	if err := load(r.ctx, s.id); err != nil {
 		slog.Warn("prompt cache: restore failed; prefilling", "slot", s.id, "error", err)
 		r.ctx.SeqRemove(s.id, -1, -1)
+		r.resetDraft(s, 0)
 		s.cache, s.spans = s.cache[:0], nil
 		return false
 	}
+	r.resetDraft(s, 0) // the draft model's sequence mirrors the old tokens
 	s.cache = append(s.cache[:0], tokens...)
 	s.spans = nil
 	slog.Debug("prompt cache: restored", "slot", s.id, "tokens", len(tokens), "shared", n)

@@ -46,6 +46,10 @@ type Config struct {
 	// lookup per step (speculate.go): 0 DefaultDraftMax, negative off,
 	// at most MaxDraft.
 	DraftMax int
+	// Draft, when set, drafts instead of prompt lookup (draftmodel.go): a
+	// model of the same vocabulary (CheckDraftVocab), which the caller
+	// keeps loaded while the runner lives.
+	Draft *engine.Model
 }
 
 // Request is one generation. Prompt holds the already templated and
@@ -166,6 +170,9 @@ type Runner struct {
 
 	encodeMu sync.Mutex // one Encode at a time
 	cost     stepCost   // decode steps' time by batch size (speculate.go; the loop's)
+	// the draft model's context and batch (draftmodel.go; the loop's)
+	draftCtx   *engine.Context
+	draftBatch *engine.Batch
 
 	// embedCtx is the embedding context, made by the loop on the first
 	// embedding request; only the loop uses it.
@@ -232,6 +239,13 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 	}
 	for i := 0; i < cfg.Parallel; i++ {
 		r.slots = append(r.slots, &slot{id: i})
+	}
+	if cfg.Draft != nil {
+		if err := r.newDraftContext(); err != nil {
+			batch.Close()
+			ctx.Close()
+			return nil, err
+		}
 	}
 	go r.loop()
 	return r, nil
@@ -349,6 +363,7 @@ func (r *Runner) loop() {
 	defer close(r.done)
 	defer func() {
 		r.persistSlots()
+		r.closeDraft()
 		r.batch.Close()
 		if r.embdBatch != nil {
 			r.embdBatch.Close()

@@ -36,6 +36,7 @@ type slot struct {
 	stop       stopMatcher
 	stats      Stats
 	spec       specState // speculate.go
+	draftN     int       // tokens of cache the draft model's sequence holds (draftmodel.go)
 }
 
 // start prepares a slot for a request (its prompt truncated by Generate
@@ -55,6 +56,7 @@ func (r *Runner) start(s *slot, q *request) {
 		common = 0
 	}
 	s.cache = s.cache[:common]
+	r.resetDraft(s, common)
 	s.spans = q.spans
 	if common > 0 {
 		slog.Debug("prompt cache hit", "slot", s.id, "reused_tokens", common, "prompt_tokens", len(prompt))
@@ -110,9 +112,7 @@ func (r *Runner) step() bool {
 		generating = append(generating, s)
 	}
 	// Then their drafts (speculate.go), in the room the tokens left.
-	for _, s := range generating {
-		r.addDraft(s, len(generating))
-	}
+	r.addDrafts(generating)
 	// Chunks of waiting prompts fill the rest of the batch.
 	for _, s := range r.slots {
 		if s.req == nil || s.prompted || r.batch.Len() >= r.batch.Cap() {
@@ -148,6 +148,7 @@ func (r *Runner) step() bool {
 		slog.Error("decode failed", "tokens", r.batch.Len(), "error", err)
 		for _, s := range append(generating, prefilling...) {
 			r.ctx.SeqRemove(s.id, -1, -1)
+			r.resetDraft(s, 0)
 			s.cache = s.cache[:0]
 			s.spans = nil
 			r.finish(s, "", fmt.Errorf("decode: %w", err))
@@ -241,6 +242,7 @@ func (r *Runner) shift(s *slot) bool {
 	r.ctx.SeqRemove(s.id, keep, keep+discard)
 	r.ctx.SeqShift(s.id, keep+discard, -1, -discard)
 	s.cache = append(s.cache[:keep], s.cache[keep+discard:]...)
+	r.resetDraft(s, keep)
 	slog.Debug("context shift", "slot", s.id, "kept", keep, "discarded", discard)
 	return true
 }

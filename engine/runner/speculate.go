@@ -81,33 +81,59 @@ func (r *Runner) draftMax() int {
 	return r.cfg.DraftMax
 }
 
-// addDraft drafts slot s's next tokens after its pending one (already in
-// the batch at the end of s.cache) and adds them to the batch, within the
-// slot's window and the batch's room.
-// n is the number of slots generating this step.
-func (r *Runner) addDraft(s *slot, n int) {
+// draftWant is how many tokens slot s drafts this step, n slots
+// generating: within its window, its token limit and the batch's room,
+// and as many as pay for themselves (draftLen), or one after draftProbe
+// steps without.
+func (r *Runner) draftWant(s *slot, n, room int) int {
 	sp := &s.spec
-	sp.draft, sp.draftIdx = sp.draft[:0], sp.draftIdx[:0]
-	k := min(r.draftMax(), s.req.NumCtx-len(s.cache), r.batch.Cap()-r.batch.Len())
+	k := min(r.draftMax(), s.req.NumCtx-len(s.cache), room)
 	if q := s.req; q.NumPredict > 0 {
 		k = min(k, q.NumPredict-len(s.generated)-1)
 	}
 	if k < 1 {
-		return
+		return 0
 	}
 	if want := r.draftLen(sp, n); want < k {
 		if want == 0 && sp.idle < draftProbe {
 			sp.idle++
-			return
+			return 0
 		}
 		k = max(want, 1)
 	}
 	sp.idle = 0
-	sp.draft = lookupDraft(sp.draft, s.prompt, s.generated, k, r.model.VocabSize())
-	sp.base = len(s.cache)
-	for _, t := range sp.draft {
-		sp.draftIdx = append(sp.draftIdx, r.batch.Add(t, len(s.cache), s.id, true))
-		s.cache = append(s.cache, t)
+	return k
+}
+
+// addDrafts drafts the generating slots' next tokens after their pending
+// ones (already in the batch at the end of their caches) — by the draft
+// model when there is one, else by prompt lookup — and adds them to the
+// batch, in the room the slots' own tokens left.
+func (r *Runner) addDrafts(gen []*slot) {
+	want := make([]int, len(gen))
+	room := r.batch.Cap() - r.batch.Len()
+	for i, s := range gen {
+		s.spec.draft, s.spec.draftIdx = s.spec.draft[:0], s.spec.draftIdx[:0]
+		want[i] = r.draftWant(s, len(gen), room)
+		room -= want[i]
+	}
+	if r.draftCtx != nil {
+		r.modelDrafts(gen, want)
+	}
+	for i, s := range gen {
+		sp := &s.spec
+		if want[i] == 0 {
+			sp.draft = sp.draft[:0]
+			continue
+		}
+		if r.draftCtx == nil || len(s.spans) > 0 {
+			sp.draft = lookupDraft(sp.draft, s.prompt, s.generated, want[i], r.model.VocabSize())
+		}
+		sp.base = len(s.cache)
+		for _, t := range sp.draft {
+			sp.draftIdx = append(sp.draftIdx, r.batch.Add(t, len(s.cache), s.id, true))
+			s.cache = append(s.cache, t)
+		}
 	}
 }
 
@@ -176,6 +202,7 @@ func (r *Runner) sampleSpec(s *slot) {
 	if keep := sp.base + accepted; keep < len(s.cache) {
 		r.ctx.SeqRemove(s.id, keep, -1)
 		s.cache = s.cache[:keep]
+		r.resetDraft(s, keep)
 	}
 	// The tokens after the first rejection tell nothing of α.
 	tried := min(accepted+1, len(sp.draft))

@@ -141,3 +141,58 @@ func TestStepCost(t *testing.T) {
 		t.Errorf("no fixed cost: θ = %.3f, want 1", th)
 	}
 }
+
+// A draft model drafts instead of prompt lookup: the model drafting for
+// itself is always right (every draft accepted) and, as with any
+// drafter, the output is the one without drafts, greedy and sampled,
+// alone and beside other requests, across prefix reuse; a draft model of
+// another vocabulary is refused naming the difference.
+func TestDraftModel(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	d := loadModel(t, "stories260K.gguf") // its own draft: a second copy
+	mk := func(cfg Config) *Runner {
+		cfg.Parallel, cfg.NumCtx, cfg.Threads = 3, 512, 1
+		r, err := New(m, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Close)
+		return r
+	}
+	off, on := mk(Config{DraftMax: -1}), mk(Config{Draft: d})
+	prompts := []string{"Once upon a time", "The little dog", "Once upon a time there was"}
+	for _, sampling := range []engine.SamplerParams{{Temperature: 0}, {Temperature: 0.8, Seed: 3, TopK: 40, TopP: 0.9, RepeatLastN: 64, RepeatPenalty: 1.1}} {
+		for _, p := range prompts { // the third reuses the first's prefix
+			req := Request{Prompt: tokenize(t, m, p), NumPredict: 60, Sampling: sampling}
+			want, got := run(t, off, req), run(t, on, req)
+			if got.text != want.text {
+				t.Errorf("%q at temperature %g: with the draft model %q, without %q", p, sampling.Temperature, got.text, want.text)
+			}
+			st := got.last.Stats
+			if sampling.Temperature == 0 && (st.DraftTokens == 0 || st.DraftAccepted != st.DraftTokens) {
+				t.Errorf("%q greedy, drafting for itself: %d drafted, %d accepted; want all accepted", p, st.DraftTokens, st.DraftAccepted)
+			}
+		}
+		// Three at once.
+		ctx := context.Background()
+		var chans []<-chan Event
+		for _, p := range prompts {
+			evs, err := generate(on, ctx, Request{Prompt: tokenize(t, m, p), NumPredict: 60, Sampling: sampling})
+			if err != nil {
+				t.Fatal(err)
+			}
+			chans = append(chans, evs)
+		}
+		for i, evs := range chans {
+			want := run(t, off, Request{Prompt: tokenize(t, m, prompts[i]), NumPredict: 60, Sampling: sampling}).text
+			if got := collect(t, evs).text; got != want {
+				t.Errorf("%q at temperature %g beside two others: %q, alone without drafts %q", prompts[i], sampling.Temperature, got, want)
+			}
+		}
+	}
+
+	other := loadModel(t, "llama-2-tiny-random.gguf")
+	if _, err := New(m, Config{Parallel: 1, NumCtx: 256, Threads: 1, Draft: other}); err == nil || !strings.Contains(err.Error(), "vocabulary") {
+		t.Errorf("a draft model of another vocabulary: %v", err)
+	}
+}

@@ -1,0 +1,175 @@
+package runner
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/tadpole-llm/tadpole/engine"
+)
+
+// Drafting with a draft model (Config.Draft): a smaller model of the same
+// vocabulary proposes the next tokens, greedily, instead of prompt lookup;
+// they are verified as prompt lookup's are (speculate.go), so the output
+// is the target's whatever the draft says. The draft model keeps a
+// context of its own with a sequence per slot, which mirrors the first
+// draftN tokens of the slot's cache: before drafting, a slot's missing
+// tokens (its prompt the first time, then the tokens the target accepted)
+// are decoded into it, all drafting slots in one batch; then each further
+// draft token is one batched decode of the draft model.
+
+// CheckDraftVocab reports whether draft can draft for target: the same
+// vocabulary, token for token.
+func CheckDraftVocab(target, draft *engine.Model) error {
+	if nt, nd := target.VocabSize(), draft.VocabSize(); nt != nd {
+		return fmt.Errorf("its vocabulary has %d tokens, the model's %d", nd, nt)
+	}
+	for t := range target.VocabSize() {
+		a, b := string(target.TokenPiece(engine.Token(t), true)), string(draft.TokenPiece(engine.Token(t), true))
+		if a != b {
+			return fmt.Errorf("token %d is %q in it and %q in the model", t, b, a)
+		}
+	}
+	return nil
+}
+
+// newDraftContext makes the draft model's context: a sequence per slot of
+// the runner's window.
+func (r *Runner) newDraftContext() error {
+	if err := CheckDraftVocab(r.model, r.cfg.Draft); err != nil {
+		return fmt.Errorf("draft model: %w", err)
+	}
+	ctx, err := r.cfg.Draft.NewContext(engine.ContextParams{
+		NumCtx: r.cfg.Parallel * r.cfg.NumCtx, NumSeqMax: r.cfg.Parallel, NumBatch: r.cfg.NumBatch,
+		Threads: r.cfg.Threads, FlashAttn: r.cfg.FlashAttn, KVType: r.cfg.KVType,
+	})
+	if err != nil {
+		return fmt.Errorf("draft model: %w", err)
+	}
+	b, err := engine.NewBatch(min(r.cfg.NumBatch, ctx.NumBatch()))
+	if err != nil {
+		ctx.Close()
+		return fmt.Errorf("draft model: %w", err)
+	}
+	r.draftCtx, r.draftBatch = ctx, b
+	return nil
+}
+
+func (r *Runner) closeDraft() {
+	if r.draftCtx != nil {
+		r.draftBatch.Close()
+		r.draftCtx.Close()
+	}
+}
+
+// resetDraft drops slot s's draft sequence past n tokens (all of it for
+// n 0): what the slot's cache no longer shares with it.
+func (r *Runner) resetDraft(s *slot, n int) {
+	if r.draftCtx == nil || s.draftN <= n {
+		return
+	}
+	if !r.draftCtx.SeqRemove(s.id, n, -1) {
+		r.draftCtx.SeqRemove(s.id, -1, -1)
+		n = 0
+	}
+	s.draftN = n
+}
+
+// modelDrafts drafts up to want[i] tokens for each slot gen[i] with the
+// draft model into its spec.draft (only slots with want > 0 and no
+// embeddings: the draft model cannot read an image). On a failed decode
+// the slots draft nothing this step and their draft sequences start over.
+func (r *Runner) modelDrafts(gen []*slot, want []int) {
+	var act []*slot
+	var k []int
+	for i, s := range gen {
+		if want[i] > 0 && len(s.spans) == 0 {
+			act, k = append(act, s), append(k, want[i])
+		}
+	}
+	if len(act) == 0 {
+		return
+	}
+	b := r.draftBatch
+	fail := func(err error) {
+		slog.Warn("draft model: decode failed; drafting starts over", "error", err)
+		for _, s := range act {
+			r.resetDraft(s, 0)
+			s.spec.draft = s.spec.draft[:0]
+		}
+	}
+	// Catch up: every token of the slots' caches the draft has not seen,
+	// in batches; the last one of each wants logits.
+	last := make([]int, len(act))
+	for {
+		b.Clear()
+		for i, s := range act {
+			last[i] = -1
+			for s.draftN < len(s.cache) && b.Len() < b.Cap() {
+				idx := b.Add(s.cache[s.draftN], s.draftN, s.id, s.draftN == len(s.cache)-1)
+				if s.draftN == len(s.cache)-1 {
+					last[i] = idx
+				}
+				s.draftN++
+			}
+		}
+		if b.Len() == 0 {
+			break
+		}
+		if err := r.draftCtx.Decode(b); err != nil {
+			fail(err)
+			return
+		}
+		done := true
+		for _, s := range act {
+			done = done && s.draftN == len(s.cache)
+		}
+		if done {
+			break
+		}
+	}
+	// Draft: one token per slot per decode, greedy.
+	nv := r.model.VocabSize()
+	for j := 0; ; j++ {
+		b.Clear()
+		for i, s := range act {
+			if last[i] < 0 || len(s.spec.draft) >= k[i] {
+				last[i] = -1
+				continue
+			}
+			t := argmax(r.draftCtx.Logits(last[i]))
+			if t < 0 || int(t) >= nv {
+				last[i] = -1
+				continue
+			}
+			s.spec.draft = append(s.spec.draft, t)
+			if len(s.spec.draft) < k[i] {
+				last[i] = b.Add(t, len(s.cache)+j, s.id, true)
+			} else {
+				last[i] = -1
+			}
+		}
+		if b.Len() == 0 {
+			break
+		}
+		if err := r.draftCtx.Decode(b); err != nil {
+			fail(err)
+			return
+		}
+		for i, s := range act {
+			if last[i] >= 0 {
+				s.draftN = len(s.cache) + j + 1
+			}
+		}
+	}
+}
+
+// argmax is the index of the largest value (-1 for none).
+func argmax(xs []float32) engine.Token {
+	best := -1
+	for i, x := range xs {
+		if best < 0 || x > xs[best] {
+			best = i
+		}
+	}
+	return engine.Token(best)
+}
