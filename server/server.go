@@ -35,6 +35,9 @@ import (
 type Config struct {
 	ModelsDir string
 	Sched     sched.Config
+	// Drafts names each model's draft model for speculative decoding
+	// (canonical names: infer.Service.Drafts).
+	Drafts map[string]string
 	// CORSOrigins are the origins browsers may call the server from
 	// ('*' matches anything); empty means DefaultCORSOrigins.
 	CORSOrigins []string
@@ -155,7 +158,7 @@ func New(cfg Config) *Server {
 		e.GET("/metrics", echo.WrapHandler(tel.Handler()))
 	}
 	store := &models.Store{Dir: cfg.ModelsDir, MaxBlobSize: cfg.MaxBlobSize, MinFreeDisk: cfg.MinFreeDisk}
-	h := &ollama.Handler{Store: store, Sched: s.sched, Infer: &infer.Service{Store: store, Sched: s.sched, Telemetry: tel,
+	h := &ollama.Handler{Store: store, Sched: s.sched, Infer: &infer.Service{Store: store, Sched: s.sched, Telemetry: tel, Drafts: cfg.Drafts,
 		MediaLimits: infer.MediaLimits{MaxImages: cfg.MaxImages, MaxImagePixels: cfg.MaxImagePixels, Fetcher: imageFetcher(cfg)}}, AllowRegistries: cfg.AllowRegistries}
 	h.Register(e)
 	s.infer = h.Infer

@@ -126,6 +126,9 @@ func (f *apiFlags) apply(cfg *server.Config) error {
 	if cfg.Sched.DraftMax, err = f.cache.draft(); err != nil {
 		return err
 	}
+	if cfg.Drafts, err = f.cache.draftModels(); err != nil {
+		return err
+	}
 	jc := jobs.Config{Dir: dir, Retention: retention, Deadline: jobTimeout, MaxQueuedPerOwner: *f.jobQueueKey}
 	where, err := f.db.apply(&jc)
 	if err != nil {

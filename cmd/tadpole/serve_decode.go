@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tadpole-llm/tadpole/engine/runner"
+	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -16,6 +18,7 @@ import (
 type cacheFlags struct {
 	ram, disk *string
 	draftMax  *int
+	drafts    *[]string
 }
 
 // Defaults: a quarter of the memory available at start-up, at most 8 GiB
@@ -30,8 +33,30 @@ func addCacheFlags(fs *pflag.FlagSet) *cacheFlags {
 		ram:  fs.String("cache-ram", env("TADPOLE_CACHE_RAM", "auto"), "host RAM for the KV state of prompts the slots gave up, restored when they return (auto: a quarter of the available memory, at most 8GiB; 0: off) (TADPOLE_CACHE_RAM)"),
 		disk: fs.String("cache-disk", env("TADPOLE_CACHE_DISK", defaultCacheDisk), "disk, under the data directory (prompt-cache/), for prompt states past --cache-ram and the slots' at shutdown; they survive a restart (0: off) (TADPOLE_CACHE_DISK)"),
 		draftMax: fs.Int("draft-max", envInt("TADPOLE_DRAFT_MAX", runner.DefaultDraftMax),
-			"most tokens a generating request drafts per step by prompt lookup and verifies in the same decode (speculative decoding; the output is unchanged); 0: off (TADPOLE_DRAFT_MAX)"),
+			"most tokens a generating request drafts per step (by its draft model, else by prompt lookup) and verifies in the same decode (speculative decoding; the output is unchanged); 0: off (TADPOLE_DRAFT_MAX)"),
+		drafts: fs.StringArray("draft", splitList(env("TADPOLE_DRAFT", "")),
+			"MODEL=DRAFT: load the model DRAFT (same vocabulary) beside MODEL to draft its tokens instead of prompt lookup; repeatable, or comma-separated (TADPOLE_DRAFT)"),
 	}
+}
+
+// draftModels is --draft as canonical model name → draft model name.
+func (f *cacheFlags) draftModels() (map[string]string, error) {
+	out := map[string]string{}
+	for _, a := range *f.drafts {
+		for _, pair := range splitList(a) {
+			model, draft, ok := strings.Cut(pair, "=")
+			mn, err1 := models.ParseName(model)
+			dn, err2 := models.ParseName(draft)
+			if !ok || err1 != nil || err2 != nil {
+				return nil, fmt.Errorf("--draft: want MODEL=DRAFT, two model names, not %q", pair)
+			}
+			if mn.String() == dn.String() {
+				return nil, fmt.Errorf("--draft %s: a model cannot draft for itself", pair)
+			}
+			out[mn.String()] = dn.String()
+		}
+	}
+	return out, nil
 }
 
 // draft is the scheduler's DraftMax for --draft-max (0: off).

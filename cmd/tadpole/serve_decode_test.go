@@ -39,6 +39,14 @@ func TestDecodeFlags(t *testing.T) {
 	if pc, err := parse("--cache-ram", "0", "--cache-disk", "0").open(t.TempDir()); err != nil || pc != nil {
 		t.Errorf("both 0: %v %v, want no cache", pc, err)
 	}
+	for _, bad := range []string{"stories", "stories=stories", "=draft", "stories=", "a b=c"} {
+		if _, err := parse("--draft", bad).draftModels(); err == nil || !strings.Contains(err.Error(), "--draft") {
+			t.Errorf("--draft %q: %v", bad, err)
+		}
+	}
+	if m, err := parse("--draft", "stories=tiny,big:7b=small").draftModels(); err != nil || m["stories:latest"] != "tiny:latest" || m["big:7b"] != "small:latest" {
+		t.Errorf("--draft: %v %v", m, err)
+	}
 	pc, err := parse("--cache-disk", "0").open(t.TempDir())
 	if err != nil || pc == nil {
 		t.Fatalf("auto RAM: %v %v", pc, err)

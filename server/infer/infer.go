@@ -148,6 +148,9 @@ type Service struct {
 	Telemetry *telemetry.Telemetry // may be nil
 	// MediaLimits bound the images and audio of a request (media.go).
 	MediaLimits MediaLimits
+	// Drafts names each model's draft model (canonical names, "stories:latest"):
+	// loaded beside it for speculative decoding (--draft).
+	Drafts map[string]string
 
 	waiting atomic.Int64 // requests queued for a slot, over every model
 }
@@ -217,6 +220,13 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 	name := entry.Name.String()
 	key := sched.KeyFor(entry.Path, opts)
 	key.Projector = entry.Projector()
+	if dn, ok := s.Drafts[name]; ok {
+		de, derr := s.resolve(dn)
+		if derr != nil {
+			return nil, Errorf(LoadFailed, "model %q cannot be loaded: its draft model %q: %v", model, dn, derr)
+		}
+		key.Draft = de.Path
+	}
 	si, loadDur, err := s.Sched.Acquire(ctx, name, key)
 	if err != nil {
 		var re *engine.RangeError

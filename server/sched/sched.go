@@ -77,6 +77,9 @@ type Key struct {
 	// Projector is the multimodal projector loaded beside the model (its
 	// mmproj GGUF; "" for a text-only model).
 	Projector string
+	// Draft is the draft model loaded beside the model for speculative
+	// decoding (its GGUF; "" for none: prompt lookup drafts).
+	Draft string
 	// Version is the file's version (fileVersion); Acquire sets it.
 	Version   string
 	NumCtx    int
@@ -108,6 +111,9 @@ type Instance struct {
 	// one, or when it failed to load: ProjectorError says why); loaded
 	// and freed with it.
 	Projector    *mtmd.Projector
+	// Draft drafts for the model (Key.Draft; nil without one); loaded and
+	// freed with it.
+	Draft        *engine.Model
 	LoadDuration time.Duration
 	LoadedAt     time.Time
 	Placement    Placement
@@ -298,7 +304,7 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 
 		t0 := time.Now()
 		before := s.gpuFree(place.GPUs)
-		in.Model, in.Runner, in.Projector, in.err = s.load(key, key.NumCtx, in.Slots, place)
+		in.Model, in.Runner, in.Projector, in.Draft, in.err = s.load(key, key.NumCtx, in.Slots, place)
 		in.LoadDuration = time.Since(t0)
 		in.LoadedAt = time.Now()
 		close(in.ready)
@@ -408,13 +414,13 @@ func (s *Scheduler) ProjectorError(in *Instance) error {
 	return nil
 }
 
-func (s *Scheduler) load(key Key, nctx, slots int, place Placement) (*engine.Model, *runner.Runner, *mtmd.Projector, error) {
+func (s *Scheduler) load(key Key, nctx, slots int, place Placement) (*engine.Model, *runner.Runner, *mtmd.Projector, *engine.Model, error) {
 	m, err := engine.LoadModel(key.Path, engine.ModelParams{
 		GPULayers: place.GPULayers, MainGPU: mainGPU(key, place), TensorSplit: place.TensorSplit,
 		NoMMap: key.NoMMap, MLock: key.MLock,
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	threads := key.NumThread
 	if threads <= 0 {
@@ -434,18 +440,38 @@ func (s *Scheduler) load(key Key, nctx, slots int, place Placement) (*engine.Mod
 			proj = nil
 		}
 	}
+	var draft *engine.Model
+	if key.Draft != "" {
+		// Beside the model: on its GPU when its layers are there.
+		draft, err = engine.LoadModel(key.Draft, engine.ModelParams{GPULayers: place.GPULayers, MainGPU: mainGPU(key, place)})
+		if err == nil {
+			if err = runner.CheckDraftVocab(m, draft); err != nil {
+				draft.Close()
+			}
+		}
+		if err != nil {
+			proj.Close()
+			m.Close()
+			return nil, nil, nil, nil, fmt.Errorf("draft model %s cannot draft for %s: %w", key.Draft, key.Path, err)
+		}
+	}
 	r, err := runner.New(m, runner.Config{
 		Parallel: slots, NumCtx: nctx, NumBatch: key.NumBatch,
 		Threads: threads, FlashAttn: s.cfg.FlashAttn, KVType: s.cfg.KVType,
-		PromptCache: s.cfg.PromptCache, CacheKey: fileIdentity(key.Path), DraftMax: s.cfg.DraftMax,
+		PromptCache: s.cfg.PromptCache, CacheKey: fileIdentity(key.Path), DraftMax: s.cfg.DraftMax, Draft: draft,
 	})
 	if err != nil {
 		proj.Close()
 		m.Close()
-		return nil, nil, nil, fmt.Errorf("load %s: %w", key.Path, err)
+		if draft != nil {
+			draft.Close()
+		}
+		return nil, nil, nil, nil, fmt.Errorf("load %s: %w", key.Path, err)
 	}
-	return m, r, proj, nil
+	return m, r, proj, draft, nil
 }
+
+
 
 func mainGPU(key Key, p Placement) int {
 	if key.MainGPU > 0 || len(p.GPUs) == 0 {
@@ -514,6 +540,9 @@ func (s *Scheduler) unloadLocked(in *Instance) {
 	in.Projector.Close() // nil-safe; before the model it encodes for
 	if in.Model != nil {
 		in.Model.Close()
+	}
+	if in.Draft != nil { // after the runner that drafts with it
+		in.Draft.Close()
 	}
 	slog.Info("model unloaded", "model", in.Name)
 	s.notifyLocked()
