@@ -110,7 +110,7 @@ type Instance struct {
 	// Projector encodes images and audio for the model (nil without
 	// one, or when it failed to load: ProjectorError says why); loaded
 	// and freed with it.
-	Projector    *mtmd.Projector
+	Projector *mtmd.Projector
 	// Draft drafts for the model (Key.Draft; nil without one); loaded and
 	// freed with it.
 	Draft        *engine.Model
@@ -470,8 +470,6 @@ func (s *Scheduler) load(key Key, nctx, slots int, place Placement) (*engine.Mod
 	}
 	return m, r, proj, draft, nil
 }
-
-
 
 func mainGPU(key Key, p Placement) int {
 	if key.MainGPU > 0 || len(p.GPUs) == 0 {
