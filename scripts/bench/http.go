@@ -49,6 +49,9 @@ type serverConfig struct {
 	// projector: served beside the model (Tadpole: bench.mmproj.gguf in
 	// the scratch models directory); "" for none.
 	projector string
+	// draft: a draft model served as "draft" and named for "bench" with
+	// --draft (Tadpole only); "" for none.
+	draft string
 }
 
 func freePort() int {
@@ -80,6 +83,13 @@ func startTadpole(bin string, c serverConfig) *httpServer {
 		if err := os.Symlink(p, filepath.Join(models, "bench.mmproj.gguf")); err != nil {
 			log.Fatal(err)
 		}
+	}
+	if c.draft != "" {
+		d, _ := filepath.Abs(c.draft)
+		if err := os.Symlink(d, filepath.Join(models, "draft.gguf")); err != nil {
+			log.Fatal(err)
+		}
+		c.extra = append(c.extra, "--draft", "bench=draft")
 	}
 	port := freePort()
 	args := append([]string{"serve", "--host", fmt.Sprintf("127.0.0.1:%d", port), "--models", models,

@@ -79,6 +79,7 @@ func main() {
 	imageLoaders := flag.Int("image-loaders", 2, "-images: clients sending image requests back to back while the text is measured")
 	imageWindow := flag.Duration("image-window", 2*time.Second, "-images: how long text is measured each time, alone and beside the image load")
 	promptText := flag.String("prompt-text", "", "with -http: every request's prompt is this text instead of the generated tokens (e.g. \"ping pong ping pong ping\" on the bigram models, whose answer repeats it: a workload for speculative decoding)")
+	draftModel := flag.String("draft", "", "with -http: the first Tadpole serves this GGUF as the model's draft model (--draft); compare with -tadpole2-args \"--draft-max 0\"")
 	tadpole2 := flag.String("tadpole2-args", "", "with -http: measure a second Tadpole, started with these extra flags, instead of a peer (e.g. \"--draft-max 0\": speculative decoding off against on)")
 	convUsers := flag.Int("conversations", 0, "with -http: measure only returning conversations: this many users, each with its own history, taking turns on -parallel slots (issue 24's prompt cache; Tadpole is restarted once to measure its disk tier)")
 	convHistory := flag.Int("history", 4000, "-conversations: tokens of each user's history")
@@ -193,6 +194,7 @@ func main() {
 	if *httpBench {
 		c := cfg
 		c.extra = append([]string{"--flash-attention", *flash}, strings.Fields(*tadpoleArgs)...)
+		c.draft = *draftModel
 		servers = append(servers, startTadpole(*tadpoleBin, c))
 	}
 	switch {
