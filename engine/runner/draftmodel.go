@@ -3,6 +3,8 @@ package runner
 import (
 	"fmt"
 	"log/slog"
+	"math"
+	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
 )
@@ -89,6 +91,21 @@ func (r *Runner) modelDrafts(gen []*slot, want []int) {
 	if len(act) == 0 {
 		return
 	}
+	t0 := time.Now()
+	defer func() {
+		drafted := 0
+		for _, s := range act {
+			drafted += len(s.spec.draft)
+		}
+		if drafted > 0 {
+			c := time.Since(t0).Seconds() / float64(drafted)
+			if r.draftTokCost == 0 {
+				r.draftTokCost = c
+			} else {
+				r.draftTokCost = r.draftTokCost*draftDecay + c*(1-draftDecay)
+			}
+		}
+	}()
 	b := r.draftBatch
 	fail := func(err error) {
 		slog.Warn("draft model: decode failed; drafting starts over", "error", err)
@@ -136,7 +153,7 @@ func (r *Runner) modelDrafts(gen []*slot, want []int) {
 				last[i] = -1
 				continue
 			}
-			t := argmax(r.draftCtx.Logits(last[i]))
+			t := argmaxAllowed(r.draftCtx.Logits(last[i]), s.req.Sampling.LogitBias)
 			if t < 0 || int(t) >= nv {
 				last[i] = -1
 				continue
@@ -163,13 +180,19 @@ func (r *Runner) modelDrafts(gen []*slot, want []int) {
 	}
 }
 
-// argmax is the index of the largest value (-1 for none).
-func argmax(xs []float32) engine.Token {
+// argmaxAllowed is the index of the largest value that the request's
+// logit bias does not ban (-inf: the sampler never picks it, so drafting
+// it would be wasted), -1 for none.
+func argmaxAllowed(xs []float32, bias map[engine.Token]float32) engine.Token {
 	best := -1
 	for i, x := range xs {
-		if best < 0 || x > xs[best] {
-			best = i
+		if best >= 0 && x <= xs[best] {
+			continue
 		}
+		if b, ok := bias[engine.Token(i)]; ok && math.IsInf(float64(b), -1) {
+			continue // looked up only for a new maximum: rarely
+		}
+		best = i
 	}
 	return engine.Token(best)
 }

@@ -173,6 +173,9 @@ type Runner struct {
 	// the draft model's context and batch (draftmodel.go; the loop's)
 	draftCtx   *engine.Context
 	draftBatch *engine.Batch
+	// draftTokCost is the draft model's seconds per drafted token, decayed
+	// (0 for prompt lookup): part of a draft token's price.
+	draftTokCost float64
 
 	// embedCtx is the embedding context, made by the loop on the first
 	// embedding request; only the loop uses it.

@@ -220,7 +220,7 @@ func (r *Runner) draftLen(sp *specState, n int) int {
 	alpha := (sp.accepted + 1) / (sp.proposed + 2) // 0.5 before any draft
 	// A margin over break-even: the fit and α are estimates, and a draft
 	// that only breaks even slows every other slot's step for nothing.
-	theta := min(1, draftMargin*r.cost.threshold(n))
+	theta := min(1, draftMargin*r.cost.threshold(n, r.draftTokCost))
 	k, p := 0, alpha
 	for k < MaxDraft && p > theta {
 		k++
@@ -246,18 +246,20 @@ func (c *stepCost) observe(n int, t float64) {
 	c.t1 = c.t1*draftDecay + x*t
 }
 
-// threshold is θ = b·n / (a + b·n). Until steps of different sizes have
-// been seen (b unknown), it assumes a token's compute is a 32nd of the
-// weights' reading (a memory-bound CPU or GPU step), so that drafting
-// starts and shows the rest.
-func (c *stepCost) threshold(n int) float64 {
+// threshold is θ = (b + extra)·n / (a + b·n), extra being the seconds a
+// draft token costs outside the step (the draft model's decode). Until
+// steps of different sizes have been seen (b unknown), it assumes a
+// token's compute is a 32nd of the weights' reading (a memory-bound CPU
+// or GPU step) and nothing else, so that drafting starts and shows the
+// rest.
+func (c *stepCost) threshold(n int, extra float64) float64 {
 	x := float64(max(n, 1))
 	a, b := 32.0, 1.0
 	if det := c.s0*c.s2 - c.s1*c.s1; c.s0 > 2 && det > 1e-9*c.s0*c.s2 {
 		fb := (c.s0*c.t1 - c.s1*c.t0) / det
 		fa := (c.t0 - fb*c.s1) / c.s0
 		if fb >= 0 && fa > 0 {
-			a, b = fa, fb
+			return (fb + max(extra, 0)) * x / (fa + fb*x)
 		} else if fb >= 0 {
 			return 1 // no fixed cost: every token costs its share; never draft
 		}

@@ -107,7 +107,7 @@ func TestSpeculationSameOutput(t *testing.T) {
 // assumes a memory-bound step; draft lengths follow α^i > θ.
 func TestStepCost(t *testing.T) {
 	var c stepCost
-	if th := c.threshold(1); th < 0.02 || th > 0.05 {
+	if th := c.threshold(1, 0); th < 0.02 || th > 0.05 {
 		t.Errorf("prior θ(1) = %.3f, want 1/33", th)
 	}
 	for i := range 200 {
@@ -118,9 +118,13 @@ func TestStepCost(t *testing.T) {
 		n    int
 		want float64
 	}{{1, 0.001 / 0.011}, {8, 0.008 / 0.018}, {0, 0.001 / 0.011}} {
-		if got := c.threshold(x.n); got < x.want-1e-6 || got > x.want+1e-6 {
+		if got := c.threshold(x.n, 0); got < x.want-1e-6 || got > x.want+1e-6 {
 			t.Errorf("θ(%d) = %.6f, want %.6f", x.n, got, x.want)
 		}
+	}
+	// A draft model's decode adds to a draft token's cost.
+	if with, without := c.threshold(1, 0.002), c.threshold(1, 0); with <= without {
+		t.Errorf("θ with a draft model's cost %.4f, without %.4f", with, without)
 	}
 	r := &Runner{cost: c}
 	sp := &specState{proposed: 100, accepted: 90} // α ≈ 0.9
@@ -137,7 +141,7 @@ func TestStepCost(t *testing.T) {
 		n := 1 + i%5
 		flat.observe(n, 0.002*float64(n))
 	}
-	if th := flat.threshold(4); th < 0.99 {
+	if th := flat.threshold(4, 0); th < 0.99 {
 		t.Errorf("no fixed cost: θ = %.3f, want 1", th)
 	}
 }
