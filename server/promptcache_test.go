@@ -66,6 +66,13 @@ func TestServerPromptCache(t *testing.T) {
 	if m := metricsText(t, ts.URL); metricValue(m, "tadpole_prompt_cache_hits_total", `tier="ram"`) < 1 {
 		t.Errorf("/metrics shows no RAM hit:\n%s", grepLines(m, "prompt_cache"))
 	}
+	ps, err := ts.Client.ListRunning(context.Background())
+	if err != nil || len(ps.Models) != 1 {
+		t.Fatalf("/api/ps: %+v %v", ps, err)
+	}
+	if raw := psRaw(t, ts.URL); !strings.Contains(raw, `"prompt_cache":{"ram_bytes":`) || strings.Contains(raw, `"ram_entries":0`) {
+		t.Errorf("/api/ps does not show the prompt cache's entries: %s", raw)
+	}
 	ts.srv.Shutdown(context.Background()) // the slot and the RAM tier go to disk
 
 	// A restart: a new cache over the same directory.
@@ -77,6 +84,18 @@ func TestServerPromptCache(t *testing.T) {
 	if m := metricsText(t, ts.URL); metricValue(m, "tadpole_prompt_cache_hits_total", `tier="disk"`) < 1 {
 		t.Errorf("/metrics shows no disk hit:\n%s", grepLines(m, "prompt_cache"))
 	}
+}
+
+// psRaw is /api/ps's body.
+func psRaw(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/api/ps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 // metricsText is /metrics' text.

@@ -130,6 +130,20 @@ type ProcessExtras struct {
 	// is "auto" (from free memory) or "flags" (--parallel and
 	// --context-length).
 	Sizing any `json:"sizing,omitempty"`
+	// PromptCache is the server's prompt cache (shared by every model):
+	// its sizes by tier.
+	PromptCache *PromptCacheStatus `json:"prompt_cache,omitempty"`
+	// DraftModel is the file of the draft model that drafts for this one
+	// (--draft), if any.
+	DraftModel string `json:"draft_model,omitempty"`
+}
+
+// PromptCacheStatus is the prompt cache's size in /api/ps.
+type PromptCacheStatus struct {
+	RAMBytes    int64 `json:"ram_bytes"`
+	RAMEntries  int   `json:"ram_entries"`
+	DiskBytes   int64 `json:"disk_bytes"`
+	DiskEntries int   `json:"disk_entries"`
 }
 
 // ProcessResponse is the answer of GET /api/ps.

@@ -15,6 +15,11 @@ var farFuture = time.Date(2318, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (h *Handler) ps(c echo.Context) error {
 	resp := api.ProcessResponse{Models: []api.ProcessModel{}}
+	var pc *api.PromptCacheStatus
+	if c := h.Sched.Config().PromptCache; c != nil {
+		st := c.Stats()
+		pc = &api.PromptCacheStatus{RAMBytes: st.RAMBytes, RAMEntries: st.RAMEntries, DiskBytes: st.DiskBytes, DiskEntries: st.DiskEntries}
+	}
 	for _, in := range h.Sched.Status() {
 		busy, total := in.Runner.Slots()
 		exp := in.ExpiresAt
@@ -38,6 +43,7 @@ func (h *Handler) ps(c echo.Context) error {
 			Tadpole: &api.ProcessExtras{
 				Processor: p.Processor(), Placement: p, SlotsBusy: busy, SlotsTotal: total,
 				QueueDepth: in.Runner.Waiting(), LoadedAt: in.LoadedAt, Sizing: in.Sizing,
+				PromptCache: pc, DraftModel: in.Key.Draft,
 			},
 		})
 	}
