@@ -87,21 +87,15 @@ func TestServerPromptCache(t *testing.T) {
 }
 
 // psRaw is /api/ps's body.
-func psRaw(t *testing.T, base string) string {
-	t.Helper()
-	resp, err := http.Get(base + "/api/ps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
+func psRaw(t *testing.T, base string) string { return getBody(t, base+"/api/ps") }
 
 // metricsText is /metrics' text.
-func metricsText(t *testing.T, base string) string {
+func metricsText(t *testing.T, base string) string { return getBody(t, base+"/metrics") }
+
+// getBody is the body of a GET of url.
+func getBody(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
+	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
