@@ -33,7 +33,7 @@ type apiFlags struct {
 	// the job database (serve_db.go)
 	db *dbFlags
 	// the prompt cache and drafting (serve_decode.go)
-	cache *cacheFlags
+	decode *decodeFlags
 }
 
 func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
@@ -59,8 +59,8 @@ func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
 			"largest image in pixels (width × height), checked before it is decoded; larger ones get 400 (TADPOLE_MAX_IMAGE_PIXELS)"),
 		allowImageURLs: fs.Bool("allow-image-urls", envBool("TADPOLE_ALLOW_IMAGE_URLS"),
 			"fetch the images requests name by http(s) URL: public addresses only (checked at connect time), at most --max-body bytes and 10s each, 3 redirects, --max-images a request; off, such URLs get 400 (TADPOLE_ALLOW_IMAGE_URLS)"),
-		db:    addDBFlags(fs),
-		cache: addCacheFlags(fs),
+		db:     addDBFlags(fs),
+		decode: addDecodeFlags(fs),
 	}
 }
 
@@ -120,13 +120,13 @@ func (f *apiFlags) apply(cfg *server.Config) error {
 	if dir == "" {
 		dir = filepath.Join(filepath.Dir(filepath.Clean(cfg.ModelsDir)), "data")
 	}
-	if cfg.Sched.PromptCache, err = f.cache.open(dir); err != nil {
+	if cfg.Sched.PromptCache, err = f.decode.open(dir); err != nil {
 		return err
 	}
-	if cfg.Sched.DraftMax, err = f.cache.draft(); err != nil {
+	if cfg.Sched.DraftMax, err = f.decode.draft(); err != nil {
 		return err
 	}
-	if cfg.Drafts, err = f.cache.draftModels(); err != nil {
+	if cfg.Drafts, err = f.decode.draftModels(); err != nil {
 		return err
 	}
 	jc := jobs.Config{Dir: dir, Retention: retention, Deadline: jobTimeout, MaxQueuedPerOwner: *f.jobQueueKey}

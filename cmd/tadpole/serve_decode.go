@@ -13,9 +13,9 @@ import (
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
-// cacheFlags are the prompt cache's budgets (RAM, disk) and the
+// decodeFlags are the prompt cache's budgets (RAM, disk) and the
 // speculative decoding's draft bound (issue 24).
-type cacheFlags struct {
+type decodeFlags struct {
 	ram, disk *string
 	draftMax  *int
 	drafts    *[]string
@@ -28,8 +28,8 @@ const (
 	defaultCacheDisk   = "8GiB"
 )
 
-func addCacheFlags(fs *pflag.FlagSet) *cacheFlags {
-	return &cacheFlags{
+func addDecodeFlags(fs *pflag.FlagSet) *decodeFlags {
+	return &decodeFlags{
 		ram:  fs.String("cache-ram", env("TADPOLE_CACHE_RAM", "auto"), "host RAM for the KV state of prompts the slots gave up, restored when they return (auto: a quarter of the available memory, at most 8GiB; 0: off) (TADPOLE_CACHE_RAM)"),
 		disk: fs.String("cache-disk", env("TADPOLE_CACHE_DISK", defaultCacheDisk), "disk, under the data directory (prompt-cache/), for prompt states past --cache-ram and the slots' at shutdown; they survive a restart (0: off) (TADPOLE_CACHE_DISK)"),
 		draftMax: fs.Int("draft-max", envInt("TADPOLE_DRAFT_MAX", runner.DefaultDraftMax),
@@ -40,7 +40,7 @@ func addCacheFlags(fs *pflag.FlagSet) *cacheFlags {
 }
 
 // draftModels is --draft as canonical model name → draft model name.
-func (f *cacheFlags) draftModels() (map[string]string, error) {
+func (f *decodeFlags) draftModels() (map[string]string, error) {
 	out := map[string]string{}
 	for _, a := range *f.drafts {
 		for _, pair := range splitList(a) {
@@ -60,7 +60,7 @@ func (f *cacheFlags) draftModels() (map[string]string, error) {
 }
 
 // draft is the scheduler's DraftMax for --draft-max (0: off).
-func (f *cacheFlags) draft() (int, error) {
+func (f *decodeFlags) draft() (int, error) {
 	n := *f.draftMax
 	if n < 0 || n > runner.MaxDraft {
 		return 0, fmt.Errorf("--draft-max must be 0 to %d, not %d", runner.MaxDraft, n)
@@ -73,7 +73,7 @@ func (f *cacheFlags) draft() (int, error) {
 
 // open makes the prompt cache (nil when both budgets are 0), its files in
 // dataDir/prompt-cache.
-func (f *cacheFlags) open(dataDir string) (*runner.PromptCache, error) {
+func (f *decodeFlags) open(dataDir string) (*runner.PromptCache, error) {
 	var ram int64
 	if *f.ram == "auto" {
 		ram = int64(min(sched.AvailableMemory()/4, maxDefaultCacheRAM))

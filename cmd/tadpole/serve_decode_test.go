@@ -12,9 +12,9 @@ import (
 // The prompt cache's and the drafting's flags: worst values are refused
 // naming the flag; 0 turns each off; auto sizes the RAM tier.
 func TestDecodeFlags(t *testing.T) {
-	parse := func(args ...string) *cacheFlags {
+	parse := func(args ...string) *decodeFlags {
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-		f := addCacheFlags(fs)
+		f := addDecodeFlags(fs)
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}

@@ -38,16 +38,4 @@ func (r *Runner) Encode(ctx context.Context, f func(threads int)) error {
 }
 
 // idle: no request running or waiting, no embedding queued.
-func (r *Runner) idle() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.waiting) > 0 || len(r.embeds) > 0 {
-		return false
-	}
-	for _, s := range r.slots {
-		if s.req != nil {
-			return false
-		}
-	}
-	return true
-}
+func (r *Runner) idle() bool { return r.Busy() == 0 && r.EmbedsWaiting() == 0 }

@@ -55,8 +55,7 @@ const (
 // specState is a slot's drafting state.
 type specState struct {
 	draft    []engine.Token // drafted this step
-	draftIdx []int          // their batch indices
-	base     int            // cache length before the drafts
+	draftIdx []int          // their batch indices (the drafts end the cache)
 
 	// proposed, accepted: decayed counts of the slot's draft tokens
 	proposed, accepted float64
@@ -129,7 +128,6 @@ func (r *Runner) addDrafts(gen []*slot) {
 		if r.draftCtx == nil || len(s.spans) > 0 {
 			sp.draft = lookupDraft(sp.draft, s.prompt, s.generated, want[i], r.model.VocabSize())
 		}
-		sp.base = len(s.cache)
 		for _, t := range sp.draft {
 			sp.draftIdx = append(sp.draftIdx, r.batch.Add(t, len(s.cache), s.id, true))
 			s.cache = append(s.cache, t)
@@ -183,6 +181,7 @@ func lookupDraft(dst []engine.Token, prompt, generated []engine.Token, k, nVocab
 // drafts left past the accepted ones, and adapts the slot's drafting.
 func (r *Runner) sampleSpec(s *slot) {
 	sp := &s.spec
+	base := len(s.cache) - len(sp.draft) // the drafts end the cache
 	r.sample(s)
 	accepted := 0
 	for i, d := range sp.draft {
@@ -199,7 +198,7 @@ func (r *Runner) sampleSpec(s *slot) {
 	if len(sp.draft) == 0 {
 		return
 	}
-	if keep := sp.base + accepted; keep < len(s.cache) {
+	if keep := base + accepted; keep < len(s.cache) {
 		r.ctx.SeqRemove(s.id, keep, -1)
 		s.cache = s.cache[:keep]
 		r.resetDraft(s, keep)
