@@ -540,7 +540,9 @@ func TestAnuraWithoutJobs(t *testing.T) {
 // it earlier.
 func TestAnuraJobsYieldToInteractive(t *testing.T) {
 	ts := startAPIServer(t, apiOptions{parallel: 1, workers: 2})
-	body := `{"model":"stories","prompt":"Once upon a time","options":{"temperature":0,"num_predict":1000}}`
+	// Long jobs: prompt lookup drafts much of what this model writes, and
+	// at 1000 tokens both jobs once ended before the request went out.
+	body := `{"model":"stories","prompt":"Once upon a time","options":{"temperature":0,"num_predict":4000}}`
 	ids := []string{submitJob(t, ts, "", "/api/v1/ollama", body).ID, submitJob(t, ts, "", "/api/v1/ollama", body).ID}
 	status := func(id string) int {
 		_, _, b := do(t, "GET", ts.URL+"/api/v1/jobs/"+id, "", "")
