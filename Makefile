@@ -15,7 +15,7 @@ OLLAMA_DIR := $(shell $(GO) mod download github.com/ollama/ollama >/dev/null 2>&
 ISA_FLAGS  := $(shell sh scripts/cpuflags.sh $(CPU))
 
 export CGO_ENABLED  := 1
-export CGO_CPPFLAGS := -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include -DGGML_USE_CPU_REPACK -DNDEBUG
+export CGO_CPPFLAGS := -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/llama/llama.cpp/src -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include -DGGML_USE_CPU_REPACK -DNDEBUG
 export CGO_CFLAGS   := $(ISA_FLAGS)
 export CGO_CXXFLAGS := $(ISA_FLAGS)
 

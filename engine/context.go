@@ -3,6 +3,7 @@ package engine
 // #include <stdlib.h>
 // #include "llama.h"
 // #include "ggml-cpu.h"
+// int tp_flash_attn(struct llama_context *ctx);
 import "C"
 
 import (
@@ -89,6 +90,11 @@ type Context struct {
 	// nonCausal is set while SetCausal(false) holds: batches must then fit
 	// one micro-batch.
 	nonCausal bool
+	// kvType is the cache type asked for; faOn whether decodes use flash
+	// attention now, faSwitch whether SetFlashAttn may change it.
+	kvType   string
+	faOn     bool
+	faSwitch bool
 }
 
 // ErrNoKVSpace is returned by Decode when the KV memory has no room for the
@@ -177,7 +183,9 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 			return nil, fmt.Errorf("new context: the model's rank pooling: %w", err)
 		}
 	}
-	ctx := &Context{c: c, mem: C.llama_get_memory(c), model: m, nVoc: m.VocabSize(), embd: p.Embeddings}
+	ctx := &Context{c: c, mem: C.llama_get_memory(c), model: m, nVoc: m.VocabSize(), embd: p.Embeddings, kvType: p.KVType}
+	ctx.faOn = C.tp_flash_attn(c) != 0
+	ctx.faSwitch = ctx.FlashAttnSwitchable()
 	if err := ctx.attachThreads(threads, tb, p.Poll); err != nil {
 		ctx.Close()
 		return nil, err
@@ -503,4 +511,9 @@ func (c *Context) checkSeq(seq int) error {
 		return fmt.Errorf("sequence %d out of range (0..%d)", seq, c.NumSeqMax()-1)
 	}
 	return nil
+}
+
+// At is the position and sequence of the batch's i-th token.
+func (b *Batch) At(i int) (pos, seq int) {
+	return int(b.pos[i]), int(*b.sq[i])
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/tadpole-llm/tadpole/models/gguf"
 )
 
 // Create builds the model name from a Modelfile and writes its manifest,
@@ -32,7 +34,10 @@ import (
 //     accumulate into one list;
 //   - LICENSE lines are added to the inherited licenses;
 //   - MESSAGE lines, when present, replace the inherited messages;
-//   - ADAPTER lines (a GGUF path or blob digest) add LoRA adapters.
+//   - ADAPTER lines (a GGUF path or blob digest) add LoRA adapters;
+//   - DRAFT (a language model's GGUF path or blob digest, not the
+//     model's own file) replaces the inherited draft model; its
+//     vocabulary must be the model's, token for token.
 //
 // Every GGUF file or blob is validated first ([CheckGGUF]): one llama.cpp
 // cannot load fails the create with an error wrapping [ErrInvalidModel]
@@ -113,6 +118,8 @@ func (b *builder) build() error {
 			} else {
 				b.layers = append(b.layers, l)
 			}
+		case CmdDraft:
+			err = b.draft(c.Value)
 		case CmdMessage:
 			messages = append(messages, Message{Role: c.Key, Content: c.Value})
 		case CmdParameter:
@@ -208,6 +215,41 @@ func (b *builder) from(v string) error {
 	return nil
 }
 
+// draft sets the model's draft model (DRAFT v), replacing an inherited
+// one: a language model, not the model's own file, with the model's
+// vocabulary (checked here so that a model whose draft can never load is
+// not created).
+func (b *builder) draft(v string) error {
+	l, err := b.ggufLayer(v, MediaTypeDraft)
+	if err != nil {
+		return fmt.Errorf("DRAFT %s: %w", v, err)
+	}
+	kept := b.layers[:0]
+	var model Layer
+	for _, o := range b.layers {
+		switch o.MediaType {
+		case MediaTypeDraft:
+			continue
+		case MediaTypeModel:
+			if model.Digest == "" {
+				model = o
+			}
+		}
+		kept = append(kept, o)
+	}
+	b.layers = kept
+	if l.Digest == model.Digest {
+		return fmt.Errorf("DRAFT %s: the draft model is the model itself (same file %s)", v, l.Digest)
+	}
+	mp, _ := b.s.blobPath(model.Digest)
+	dp, _ := b.s.blobPath(l.Digest)
+	if err := sameVocab(mp, dp); err != nil {
+		return fmt.Errorf("DRAFT %s: %w", v, err)
+	}
+	b.layers = append(b.layers, l)
+	return nil
+}
+
 // isPathLike reports whether a FROM or ADAPTER value can only be a path.
 func isPathLike(v string) bool {
 	return filepath.IsAbs(v) || strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../") ||
@@ -297,6 +339,13 @@ func ggufMediaType(p, want string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if want == MediaTypeDraft && !f.IsModel() {
+		typ, _ := f.String("general.type")
+		if typ == "" {
+			typ = f.Architecture()
+		}
+		return "", fmt.Errorf("a DRAFT must be a language model, and this GGUF is a %s: %w", typ, ErrInvalidModel)
+	}
 	if want == MediaTypeModel && !f.IsModel() {
 		typ, _ := f.String("general.type")
 		if typ == "" {
@@ -348,4 +397,43 @@ func (b *builder) addText(mediaType string, data []byte) error {
 
 func (b *builder) removeLayers(mediaType string) {
 	b.layers = slices.DeleteFunc(b.layers, func(l Layer) bool { return l.MediaType == mediaType })
+}
+
+// sameVocab checks that the GGUF files at model and draft have one
+// vocabulary: the same tokenizer and the same token texts at every id, as
+// the runner checks again at load (runner.CheckDraftVocab). The error
+// names the first difference.
+func sameVocab(model, draft string) error {
+	vocab := func(p string) (string, []string, error) {
+		f, err := gguf.Open(p)
+		if err != nil {
+			return "", nil, err
+		}
+		kind, _ := f.String("tokenizer.ggml.model")
+		toks, ok := f.Strings("tokenizer.ggml.tokens")
+		if !ok {
+			return "", nil, fmt.Errorf("%s has no vocabulary (tokenizer.ggml.tokens): %w", filepath.Base(p), ErrInvalidModel)
+		}
+		return kind, toks, nil
+	}
+	mk, mt, err := vocab(model)
+	if err != nil {
+		return err
+	}
+	dk, dt, err := vocab(draft)
+	if err != nil {
+		return err
+	}
+	switch {
+	case mk != dk:
+		return fmt.Errorf("the draft model's tokenizer is %q and the model's %q: %w", dk, mk, ErrInvalidModel)
+	case len(mt) != len(dt):
+		return fmt.Errorf("the draft model's vocabulary has %d tokens and the model's %d: %w", len(dt), len(mt), ErrInvalidModel)
+	}
+	for i := range mt {
+		if mt[i] != dt[i] {
+			return fmt.Errorf("token %d is %q in the draft model and %q in the model: %w", i, dt[i], mt[i], ErrInvalidModel)
+		}
+	}
+	return nil
 }

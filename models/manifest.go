@@ -23,6 +23,9 @@ const (
 	MediaTypeAdapter   = "application/vnd.ollama.image.adapter"
 	MediaTypeMessages  = "application/vnd.ollama.image.messages"
 	MediaTypeProjector = "application/vnd.ollama.image.projector"
+	// MediaTypeDraft is a draft model for speculative decoding (Modelfile
+	// DRAFT), as Ollama names its layer.
+	MediaTypeDraft = "application/vnd.ollama.image.draft"
 )
 
 // Layer is one blob of a manifest.

@@ -17,9 +17,12 @@ const (
 	CmdAdapter   = "adapter"
 	CmdLicense   = "license"
 	CmdMessage   = "message"
+	// CmdDraft names a draft model for speculative decoding (a GGUF path
+	// or blob digest), as Ollama spells it.
+	CmdDraft = "draft"
 )
 
-var commandNames = []string{CmdFrom, CmdParameter, CmdTemplate, CmdSystem, CmdAdapter, CmdLicense, CmdMessage}
+var commandNames = []string{CmdFrom, CmdParameter, CmdTemplate, CmdSystem, CmdAdapter, CmdDraft, CmdLicense, CmdMessage}
 
 // MessageRoles are the roles a MESSAGE may have.
 var MessageRoles = []string{"system", "user", "assistant", "tool"}
@@ -173,10 +176,10 @@ func parseValue(src string, i int) (val string, next int, err error) {
 }
 
 // check validates one command: a known parameter with a value of its
-// type, a known message role, a non-empty FROM or ADAPTER.
+// type, a known message role, a non-empty FROM, ADAPTER or DRAFT.
 func (c Command) check() error {
 	switch c.Name {
-	case CmdFrom, CmdAdapter:
+	case CmdFrom, CmdAdapter, CmdDraft:
 		if strings.TrimSpace(c.Value) == "" {
 			return fmt.Errorf("%s needs a value", c.label())
 		}

@@ -116,6 +116,10 @@ var optionTable = []OptionSpec{
 	{Name: "vocab_only", Type: OptionBool, LoadTime: true, NoOp: true}, // never read: whole models are loaded
 	// Sampling and prediction.
 	{Name: "num_predict", Type: OptionInt, Default: -1, Ranged: true, Min: -2, Max: math.MaxInt32},
+	// Speculative drafting: at most this many draft tokens per step; -1
+	// the server's --draft-max, 0 none; never more than the server's.
+	// The bound is engine/runner.MaxDraft.
+	{Name: "draft_num_predict", Type: OptionInt, Default: -1, Ranged: true, Min: -1, Max: 64},
 	{Name: "num_keep", Type: OptionInt, Default: 4, Ranged: true, Min: -1, Max: 1 << 20, Window: BoundWindow},
 	{Name: "top_k", Type: OptionInt, Default: 40, Ranged: true, Min: -1, Max: math.MaxInt32},
 	{Name: "repeat_last_n", Type: OptionInt, Default: 64, Ranged: true, Min: -1, Max: 1 << 20, Window: BoundWindowOrDefault},

@@ -6,7 +6,7 @@ import (
 
 // ModelfileFor renders the Modelfile of a model, as `ollama show
 // --modelfile` does: a comment header, then FROM the model's GGUF file,
-// ADAPTER and projector (FROM) files, TEMPLATE, SYSTEM, the PARAMETER
+// ADAPTER, projector (FROM) and DRAFT files, TEMPLATE, SYSTEM, the PARAMETER
 // lines sorted by name (a list option gives one line per value), LICENSE
 // and MESSAGE lines. Creating a model from the result gives the same
 // layers. Params and messages a Modelfile cannot express (unknown
@@ -34,6 +34,9 @@ func EntryModelfile(e Entry) *Modelfile {
 	}
 	for _, p := range e.Projectors {
 		add(CmdFrom, "", p)
+	}
+	if e.Draft != "" {
+		add(CmdDraft, "", e.Draft)
 	}
 	if e.Template != "" {
 		add(CmdTemplate, "", e.Template)

@@ -85,6 +85,7 @@ type Entry struct {
 	Params     map[string]any // the params layer, typed as NormalizeOption does
 	Adapters   []string       // paths of LoRA adapter blobs
 	Projectors []string       // paths of multimodal projector blobs (a bare file's: see Store)
+	Draft      string         // path of the draft model's blob (Modelfile DRAFT), or ""
 	Messages   []Message      // the messages layer
 	Details    Details
 }
@@ -220,7 +221,11 @@ func (s *Store) manifestEntry(p string, n Name) (Entry, error) {
 		return Entry{}, fmt.Errorf("model %q: model blob %s: %w", n.String(), e.ModelDigest, err)
 	}
 	// Nothing may size memory from a GGUF llama.cpp cannot load.
-	for _, p := range append(append([]string{e.Path}, e.Adapters...), e.Projectors...) {
+	files := append(append([]string{e.Path}, e.Adapters...), e.Projectors...)
+	if e.Draft != "" {
+		files = append(files, e.Draft)
+	}
+	for _, p := range files {
 		if err := s.checkFile(p); err != nil {
 			return Entry{}, fmt.Errorf("model %q: %w", n.String(), err)
 		}
@@ -255,6 +260,8 @@ func (s *Store) readLayer(e *Entry, l Layer) error {
 		e.Adapters = append(e.Adapters, p)
 	case MediaTypeProjector:
 		e.Projectors = append(e.Projectors, p)
+	case MediaTypeDraft:
+		e.Draft = p
 	case MediaTypeTemplate:
 		e.Template, err = text()
 	case MediaTypeSystem:

@@ -18,7 +18,7 @@ import (
 
 var createCmd = &command{
 	name: "create", args: "MODEL", short: "create a model from a Modelfile",
-	long: "FROM (and ADAPTER) may name a model the server has or a local GGUF\n" +
+	long: "FROM (and ADAPTER, DRAFT) may name a model the server has or a local GGUF\n" +
 		"file; a relative path is relative to the Modelfile. A local file is\n" +
 		"uploaded to the server as a blob first (skipped when the server already\n" +
 		"has it), so this works with a remote server too.\n\n" +
@@ -67,15 +67,15 @@ func readModelfile(path string) (text, dir string, err error) {
 	return string(b), dir, nil
 }
 
-// fileRef is a FROM or ADAPTER line of a Modelfile that names a local
+// fileRef is a FROM, ADAPTER or DRAFT line of a Modelfile that names a local
 // file.
 type fileRef struct {
 	line int    // index in the Modelfile's lines
-	verb string // FROM or ADAPTER, as written
+	verb string // FROM, ADAPTER or DRAFT, as written
 	path string // absolute
 }
 
-// localFiles finds the FROM and ADAPTER lines that name local files,
+// localFiles finds the FROM, ADAPTER and DRAFT lines that name local files,
 // relative to dir. A value that looks like a path ("./x", "../x", "/x",
 // "~/x", "x.gguf") but names no file is an error; any other value that
 // names no file is a model name ("llama3.2", "hf.co/user/repo:Q4_0"),
@@ -97,7 +97,7 @@ func localFiles(text, dir string) ([]fileRef, error) {
 		if i := strings.IndexAny(trimmed, " \t"); i >= 0 {
 			verb, value = trimmed[:i], trimmed[i+1:]
 		}
-		if !strings.EqualFold(verb, "FROM") && !strings.EqualFold(verb, "ADAPTER") {
+		if !strings.EqualFold(verb, "FROM") && !strings.EqualFold(verb, "ADAPTER") && !strings.EqualFold(verb, "DRAFT") {
 			continue
 		}
 		value = strings.Trim(strings.TrimSpace(value), `"`)

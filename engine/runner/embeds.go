@@ -270,6 +270,11 @@ func (r *Runner) spanStep() bool {
 			out = i
 		}
 	}
+	if r.faSwitch {
+		r.attn.reset()
+		r.attn.add(s.id, pos, end-pos)
+		r.chooseAttention()
+	}
 	t0 := time.Now()
 	var err error
 	if e.NonCausal {

@@ -68,6 +68,9 @@ type Request struct {
 	// NumPredict limits the generated tokens: -1 (or 0 before defaults
 	// are applied by the caller) unlimited, -2 until the context is full.
 	NumPredict int
+	// DraftMax bounds the draft tokens per step for this request, within
+	// the runner's Config.DraftMax: 0 the runner's, negative none.
+	DraftMax int
 	// NumCtx is the request's context window in tokens (0: the runner's
 	// Config.NumCtx; never more): the prompt is truncated and generation
 	// shifts or stops at it, as on an instance loaded with that context.
@@ -170,6 +173,11 @@ type Runner struct {
 
 	encodeMu sync.Mutex // one Encode at a time
 	cost     stepCost   // decode steps' time by batch size (speculate.go; the loop's)
+	// faSwitch: the context may switch flash attention per step; attn
+	// prices a batch both ways (attention.go; the loop's)
+	faSwitch     bool
+	attn         attnCost
+	attnSwitches int
 	// the draft model's context and batch (draftmodel.go; the loop's)
 	draftCtx   *engine.Context
 	draftBatch *engine.Batch
@@ -236,9 +244,10 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 	}
 	r := &Runner{
 		model: m, ctx: ctx, cfg: cfg,
-		batch: batch,
-		wake:  make(chan struct{}, 1),
-		done:  make(chan struct{}),
+		batch:    batch,
+		faSwitch: ctx.FlashAttnSwitchable(),
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
 	}
 	for i := 0; i < cfg.Parallel; i++ {
 		r.slots = append(r.slots, &slot{id: i})
@@ -277,7 +286,7 @@ func (r *Runner) Generate(ctx context.Context, req Request) (*Stream, error) {
 		return nil, fmt.Errorf("top_logprobs %d is out of range (0..%d)", req.TopLogprobs, MaxTopLogprobs)
 	}
 	if len(req.Prompt) >= req.NumCtx && req.NoTruncate {
-		return nil, fmt.Errorf("prompt of %d tokens does not fit the context of %d tokens", len(req.Prompt), req.NumCtx)
+		return nil, &ContextError{Prompt: len(req.Prompt), Context: req.NumCtx}
 	}
 	if err := r.checkEmbeds(&req); err != nil {
 		return nil, err
@@ -473,4 +482,14 @@ func commonPrefix(a, b []engine.Token) int {
 		n++
 	}
 	return n
+}
+
+// ContextError is Generate's answer to a prompt that does not fit the
+// context with NoTruncate set (one position is kept for the answer).
+type ContextError struct {
+	Prompt, Context int // tokens
+}
+
+func (e *ContextError) Error() string {
+	return fmt.Sprintf("prompt of %d tokens does not fit the context of %d tokens", e.Prompt, e.Context)
 }

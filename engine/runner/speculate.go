@@ -87,6 +87,9 @@ func (r *Runner) draftMax() int {
 func (r *Runner) draftWant(s *slot, n, room int) int {
 	sp := &s.spec
 	k := min(r.draftMax(), s.req.NumCtx-len(s.cache), room)
+	if d := s.req.DraftMax; d != 0 {
+		k = min(k, max(d, 0))
+	}
 	if q := s.req; q.NumPredict > 0 {
 		k = min(k, q.NumPredict-len(s.generated)-1)
 	}

@@ -31,6 +31,7 @@ type Options struct {
 	NumKeep          int      `json:"num_keep"`
 	Seed             int      `json:"seed"`
 	NumPredict       int      `json:"num_predict"`
+	DraftNumPredict  int      `json:"draft_num_predict"`
 	TopK             int      `json:"top_k"`
 	TopP             float32  `json:"top_p"`
 	MinP             float32  `json:"min_p"`

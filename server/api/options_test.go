@@ -66,8 +66,9 @@ func TestOptionTableFields(t *testing.T) {
 		}
 	}
 	// Ollama's defaults, written out once more so that a slip in the
-	// table shows here; num_batch 0 is the runner's (runner.DefaultBatch).
-	want := Options{NumGPU: -1, NumKeep: 4, Seed: -1, NumPredict: -1, TopK: 40, TopP: 0.9, TypicalP: 1.0,
+	// table shows here; num_batch 0 is the runner's (runner.DefaultBatch),
+	// draft_num_predict -1 the server's --draft-max (Ollama's is 4).
+	want := Options{NumGPU: -1, NumKeep: 4, Seed: -1, NumPredict: -1, DraftNumPredict: -1, TopK: 40, TopP: 0.9, TypicalP: 1.0,
 		RepeatLastN: 64, Temperature: 0.8, RepeatPenalty: 1.1, MirostatTau: 5.0, MirostatEta: 0.1}
 	if !reflect.DeepEqual(defaults, want) {
 		t.Errorf("DefaultOptions() = %+v\nwant %+v", defaults, want)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 )
 
@@ -11,6 +12,8 @@ import (
 // writes in its shape: a ParamError is a 400 about its field; by Kind,
 // BadRequest is a 400, NotFound a 404, Unavailable a 503 with the busy
 // Retry-After, RateLimited a 429 with Retry-After 1, and LoadFailed, Internal and errors without a Kind a 500.
+// A prompt past the context (runner.ContextError) has the code
+// "context_length_exceeded".
 // The message is err's text; err stays the cause.
 func HTTPError(err error) *dialect.Error {
 	var pe *ParamError
@@ -27,6 +30,10 @@ func HTTPError(err error) *dialect.Error {
 		e.Status, e.RetryAfter = http.StatusServiceUnavailable, dialect.RetryAfterSeconds
 	case RateLimited:
 		e.Status, e.RetryAfter, e.Code = http.StatusTooManyRequests, 1, "rate_limit_exceeded"
+	}
+	var ce *runner.ContextError
+	if errors.As(err, &ce) {
+		e.Code = "context_length_exceeded" // OpenAI's code for it
 	}
 	return e
 }

@@ -226,6 +226,8 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 			return nil, Errorf(LoadFailed, "model %q cannot be loaded: its draft model %q: %v", model, dn, derr)
 		}
 		key.Draft = de.Path
+	} else {
+		key.Draft = entry.Draft // the Modelfile's DRAFT; --draft overrides it
 	}
 	si, loadDur, err := s.Sched.Acquire(ctx, name, key)
 	if err != nil {
@@ -375,6 +377,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 		NumCtx:      in.Window,
 		Sampling:    samplerParams(o, grammar, req.LogitBias),
 		NumPredict:  o.NumPredict,
+		DraftMax:    draftMax(o.DraftNumPredict),
 		NumKeep:     o.NumKeep,
 		Stop:        o.Stop,
 		NoTruncate:  req.Truncate != nil && !*req.Truncate,
@@ -388,7 +391,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 	})
 	if err != nil {
 		leave()
-		return nil, Errorf(BadRequest, "%v", err)
+		return nil, &Error{Kind: BadRequest, Err: err}
 	}
 	st := newStream(ctx, gen, out, in.Name)
 	st.done, st.prompt = done, len(tokens)
@@ -588,4 +591,16 @@ func samplerParams(o api.Options, grammar string, bias map[engine.Token]float32)
 		Mirostat: o.Mirostat, MirostatTau: o.MirostatTau, MirostatEta: o.MirostatEta,
 		Grammar: grammar, LogitBias: bias,
 	}
+}
+
+// draftMax maps the draft_num_predict option (-1 the server's, 0 none, n
+// at most n) to runner.Request.DraftMax (0 the runner's, negative none).
+func draftMax(n int) int {
+	switch {
+	case n < 0:
+		return 0
+	case n == 0:
+		return -1
+	}
+	return n
 }

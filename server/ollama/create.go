@@ -50,7 +50,7 @@ func (h *Handler) create(c echo.Context) error {
 		return err
 	}
 	for _, cmd := range mf.Commands {
-		if (cmd.Name == models.CmdFrom || cmd.Name == models.CmdAdapter) && !h.storeReference(cmd.Value, cmd.Name == models.CmdAdapter) {
+		if (cmd.Name == models.CmdFrom || cmd.Name == models.CmdAdapter || cmd.Name == models.CmdDraft) && !h.storeReference(cmd.Value, cmd.Name != models.CmdFrom) {
 			return errorf(http.StatusBadRequest, "%s %q: give a model name or the digest of a blob uploaded with POST /api/blobs/:digest (\"@sha256:…\"); server paths are not read", strings.ToUpper(cmd.Name), cmd.Value)
 		}
 	}

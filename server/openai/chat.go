@@ -110,7 +110,10 @@ func (h *Handler) prepareChat(ctx context.Context, req *ChatRequest) ([]*infer.R
 		return nil, 0, invalid("reasoning_effort", "Invalid value for 'reasoning_effort': %q. Supported values are: 'none', 'minimal', 'low', 'medium', 'high' and 'xhigh'.", req.ReasoningEffort)
 	}
 	ireq := &infer.Request{
-		Model: req.Model, Chat: true, Messages: msgs, MediaInput: mi, Options: opts, Grammar: gram, LogitBias: smp.Bias(),
+		// OpenAI refuses a prompt past the context (400
+		// context_length_exceeded) rather than cutting it.
+		Truncate: &noTruncate,
+		Model:    req.Model, Chat: true, Messages: msgs, MediaInput: mi, Options: opts, Grammar: gram, LogitBias: smp.Bias(),
 		Logprobs: req.Logprobs, TopLogprobs: top,
 		Tools: tools, ToolChoice: choice, ToolName: name, Think: think, TemplateVars: vars,
 	}
@@ -385,3 +388,6 @@ func formatGrammar(rf *ResponseFormat) (string, error) {
 	}
 	return "", invalid("response_format.type", "Invalid value for 'response_format.type': %q. Supported values are: 'text', 'json_object' and 'json_schema'.", rf.Type)
 }
+
+// noTruncate is infer.Request.Truncate for the OpenAI door.
+var noTruncate = false

@@ -110,7 +110,8 @@ func (h *Handler) prepareCompletion(req *CompletionRequest) ([]promptInput, []*i
 			suffix = *req.Suffix
 		}
 		base := &infer.Request{
-			Model: req.Model, Raw: true, Prompt: p.text, Suffix: suffix, Context: p.tokens, Options: opts,
+			Truncate: &noTruncate, // as in chat.go
+			Model:    req.Model, Raw: true, Prompt: p.text, Suffix: suffix, Context: p.tokens, Options: opts,
 			LogitBias: smp.Bias(),
 			Logprobs:  req.Logprobs != nil, TopLogprobs: top,
 		}

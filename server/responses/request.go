@@ -605,8 +605,17 @@ func (h *Handler) build(p *prepared) error {
 	if req.MaxOutputTokens != nil {
 		opts.NumPredict = int(*req.MaxOutputTokens)
 	}
+	truncate := false // "disabled", OpenAI's default: a prompt past the context is a 400
+	switch req.Truncation {
+	case "", "disabled":
+	case "auto":
+		truncate = true // drop what does not fit from the start (Ollama's truncation)
+	default:
+		return invalid("truncation", "Invalid value: '%s'. Supported values are: 'auto' and 'disabled'.", req.Truncation)
+	}
 	p.ireq = &infer.Request{
-		Model: req.Model, Chat: true, Messages: msgs, MediaInput: mi, Options: opts, Grammar: gram,
+		Truncate: &truncate,
+		Model:    req.Model, Chat: true, Messages: msgs, MediaInput: mi, Options: opts, Grammar: gram,
 		Tools: tools, ToolChoice: choice, ToolName: name, Think: think, TemplateVars: vars,
 	}
 	return nil

@@ -50,6 +50,9 @@ func (a *answer) snapshot(status string) *Response {
 	if r.Metadata == nil {
 		r.Metadata = map[string]string{}
 	}
+	if req.Truncation == "auto" {
+		r.Truncation = "auto"
+	}
 	if tc := bytes.TrimSpace(req.ToolChoice); len(tc) > 0 && string(tc) != "null" {
 		r.ToolChoice = tc
 	}
