@@ -76,3 +76,44 @@ func TestSetFlashAttn(t *testing.T) {
 		ctx.Close()
 	}
 }
+
+// A state copied into a StateBuffer restores as one from SeqState does.
+func TestSeqStateBuffer(t *testing.T) {
+	m := loadStories(t)
+	ctx, err := m.NewContext(ContextParams{Threads: 1, NumCtx: 512, NumSeqMax: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	toks, _ := m.Tokenize("Once upon a time there was a little girl", true, false)
+	b, _ := NewBatch(64)
+	defer b.Close()
+	for i, tok := range toks {
+		b.Add(tok, i, 0, i == len(toks)-1)
+	}
+	if err := ctx.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	want, err := ctx.SeqState(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := ctx.SeqStateBuffer(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(sb.Bytes()) != string(want) {
+		t.Fatalf("buffer of %d bytes differs from SeqState's %d", len(sb.Bytes()), len(want))
+	}
+	if err := ctx.SetSeqState(1, sb.Bytes()); err != nil || ctx.SeqPosMax(1) != len(toks)-1 {
+		t.Fatalf("restore: %v, pos max %d", err, ctx.SeqPosMax(1))
+	}
+	sb.Free()
+	sb.Free()
+	if sb.Bytes() != nil {
+		t.Error("Bytes after Free")
+	}
+	if _, err := ctx.SeqStateBuffer(7); err == nil {
+		t.Error("sequence 7 of 2 accepted")
+	}
+}

@@ -64,6 +64,29 @@ type cacheEntry struct {
 	key    string
 	tokens []engine.Token
 	data   []byte
+	// buf, when set, holds data outside Go's heap (a saved slot's state):
+	// it is freed once the entry has left the RAM tier (dead) and nothing
+	// reads it (refs: a restore under way, a disk write). Under c.mu.
+	buf  *engine.StateBuffer
+	refs int
+	dead bool
+}
+
+// retire marks e as out of the RAM tier and frees its buffer unless it
+// is being read. Under c.mu.
+func (c *PromptCache) retire(e *cacheEntry) {
+	e.dead = true
+	if e.refs == 0 {
+		e.buf.Free()
+		e.buf, e.data = nil, nil
+	}
+}
+
+// release ends one reader of e. Under c.mu.
+func (c *PromptCache) release(e *cacheEntry) {
+	if e.refs--; e.refs == 0 && e.dead {
+		c.retire(e)
+	}
 }
 
 type diskEntry struct {
@@ -135,6 +158,7 @@ func (c *PromptCache) lookup(key string, prompt []engine.Token, min int) (n int,
 	}
 	if best != nil {
 		c.touchRAM(best)
+		best.refs++ // until load has copied it (another runner may retire it)
 		return n, best.tokens, func(ctx *engine.Context, seq int) error {
 			t0 := time.Now()
 			err := ctx.SetSeqState(seq, best.data)
@@ -142,6 +166,9 @@ func (c *PromptCache) lookup(key string, prompt []engine.Token, min int) (n int,
 			if err != nil {
 				c.drop(best)
 			}
+			c.mu.Lock()
+			c.release(best)
+			c.mu.Unlock()
 			return err
 		}
 	}
@@ -193,7 +220,7 @@ func (c *PromptCache) save(key string, ctx *engine.Context, seq int, tokens []en
 		}
 	}
 	c.mu.Unlock()
-	data, err := ctx.SeqState(seq)
+	buf, err := ctx.SeqStateBuffer(seq)
 	if err != nil {
 		slog.Warn("prompt cache: could not copy a sequence's state", "error", err)
 		return
@@ -201,7 +228,7 @@ func (c *PromptCache) save(key string, ctx *engine.Context, seq int, tokens []en
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stats.Saves++
-	c.put(&cacheEntry{key: key, tokens: append([]engine.Token(nil), tokens...), data: data}, true)
+	c.put(&cacheEntry{key: key, tokens: append([]engine.Token(nil), tokens...), data: buf.Bytes(), buf: buf}, true)
 }
 
 // put adds e to the RAM tier (dropping the entries it extends), then
@@ -215,6 +242,7 @@ func (c *PromptCache) put(e *cacheEntry, locked bool) {
 	for _, o := range c.ram {
 		if o.key == e.key && len(o.tokens) <= len(e.tokens) && commonPrefix(o.tokens, e.tokens) == len(o.tokens) {
 			c.ramUsed -= int64(len(o.data))
+			c.retire(o)
 			continue // e holds all of it
 		}
 		kept = append(kept, o)
@@ -227,6 +255,7 @@ func (c *PromptCache) put(e *cacheEntry, locked bool) {
 		c.ramUsed -= int64(len(old.data))
 		c.stats.Evictions++
 		c.spill(old)
+		c.retire(old)
 	}
 }
 
@@ -257,6 +286,7 @@ func (c *PromptCache) drop(e *cacheEntry) {
 		if o == e {
 			c.ram = append(c.ram[:i:i], c.ram[i+1:]...)
 			c.ramUsed -= int64(len(e.data))
+			c.retire(e)
 			return
 		}
 	}
@@ -337,11 +367,13 @@ func (c *PromptCache) spill(e *cacheEntry) {
 	// wait for a disk.
 	c.writing = append(c.writing, path)
 	c.writes.Add(1)
+	e.refs++ // the write reads e.data
 	go func() {
 		defer c.writes.Done()
 		err := writeEntry(path, e)
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		c.release(e)
 		for i, p := range c.writing {
 			if p == path {
 				c.writing = append(c.writing[:i:i], c.writing[i+1:]...)
