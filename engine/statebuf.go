@@ -4,16 +4,13 @@ package engine
 // #include <sys/mman.h>
 // #include "llama.h"
 //
-// // Anonymous memory for a sequence state, asked to be backed by huge
-// // pages (where the kernel allows it on request: 512× fewer page faults
-// // when the state is first written).
+// // Anonymous memory for a sequence state, in ordinary pages: huge pages
+// // (MADV_HUGEPAGE) were measured 6-60x slower to fault in here whenever
+// // the kernel had to compact memory for them, which a growing cache makes
+// // it do (88 MB: 34 ms in 4 KiB pages; 13 ms or 218-2000 ms in huge pages).
 // static void *tp_state_alloc(size_t n) {
 //     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-//     if (p == MAP_FAILED) return NULL;
-// #ifdef MADV_HUGEPAGE
-//     madvise(p, n, MADV_HUGEPAGE);
-// #endif
-//     return p;
+//     return p == MAP_FAILED ? NULL : p;
 // }
 // static void tp_state_free(void *p, size_t n) { munmap(p, n); }
 import "C"
@@ -25,10 +22,10 @@ import (
 )
 
 // StateBuffer holds a sequence's state (SeqStateBuffer) in memory outside
-// Go's heap: a prompt cache keeps gigabytes of them, which on the heap
-// made every new state pay for the collector's work on the others (a
-// 87 MB copy measured 45 ms with a small heap and 240 ms with 2 GB of
-// states). It must be freed, once, when nothing reads it any more.
+// Go's heap, mapped for it and unmapped by Free: a prompt cache keeps
+// gigabytes of them, which the collector need not see, and which go back
+// to the system as soon as they leave the cache. It must be freed, once,
+// when nothing reads it any more.
 type StateBuffer struct {
 	p    unsafe.Pointer
 	size int // mapped bytes
@@ -44,7 +41,7 @@ func (c *Context) SeqStateBuffer(seq int) (*StateBuffer, error) {
 	if n == 0 || uint64(n) > math.MaxInt32*uint64(64) { // 128 GiB, as SeqState
 		return nil, fmt.Errorf("sequence %d: state size %d out of range", seq, uint64(n))
 	}
-	size := (int(n) + 2<<20 - 1) &^ (2<<20 - 1) // whole huge pages
+	size := (int(n) + 4095) &^ 4095 // whole pages
 	p := C.tp_state_alloc(C.size_t(size))
 	if p == nil {
 		return nil, fmt.Errorf("sequence %d: no memory for its state (%d bytes)", seq, size)

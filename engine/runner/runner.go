@@ -178,6 +178,9 @@ type Runner struct {
 	faSwitch     bool
 	attn         attnCost
 	attnSwitches int
+	// specProposed, specAccepted: the decayed draft tokens of every slot
+	// (speculate.go's seedSpec; the loop's)
+	specProposed, specAccepted float64
 	// the draft model's context and batch (draftmodel.go; the loop's)
 	draftCtx   *engine.Context
 	draftBatch *engine.Batch

@@ -69,6 +69,7 @@ func (r *Runner) start(s *slot, q *request) {
 	s.detok = engine.Detokenizer{}
 	s.stop = stopMatcher{stops: nonEmpty(q.Stop)}
 	s.spec.reset()
+	r.seedSpec(&s.spec)
 	now := time.Now()
 	s.stats = Stats{PromptTokens: len(prompt), CachedTokens: common, QueueWait: now.Sub(q.queued), StartedAt: now}
 	if restored {

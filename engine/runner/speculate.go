@@ -21,7 +21,11 @@ import "github.com/tadpole-llm/tadpole/engine"
 // to pay for the compute it adds to the step. The runner fits its decode
 // steps' time to a + b·n (n tokens in the batch; a: reading the weights,
 // b: each token's compute) and a slot estimates the chance α that a
-// draft token is accepted (from its own drafts; 0.5 before the first).
+// draft token is accepted (from its own drafts, starting from what the
+// runner's recent requests accepted, worth draftPrior draft tokens, or
+// 0.5 before any: a model whose drafts are rarely right does not pay for
+// a wasted draft at every request's first steps, where its first token
+// may still wait for the next one).
 // With n slots generating, a step makes n tokens in a + b·n, and the i-th
 // draft token of a slot, accepted with chance α^i, adds b: it is drafted
 // only if α^i > θ = b·n / (a + b·n). On a CPU decoding one stream, θ is
@@ -50,7 +54,18 @@ const (
 	draftDecay = 0.95
 	// draftMargin: how much better than break-even a draft token must be.
 	draftMargin = 1.5
+	// draftPrior: how many draft tokens the runner's acceptance counts
+	// for in a new request's estimate.
+	draftPrior = 4
 )
+
+// seedSpec starts a request's acceptance estimate from the runner's.
+func (r *Runner) seedSpec(sp *specState) {
+	if r.specProposed > 0 {
+		sp.proposed = draftPrior
+		sp.accepted = draftPrior * r.specAccepted / r.specProposed
+	}
+}
 
 // specState is a slot's drafting state.
 type specState struct {
@@ -210,6 +225,8 @@ func (r *Runner) sampleSpec(s *slot) {
 	tried := min(accepted+1, len(sp.draft))
 	sp.proposed = sp.proposed*draftDecay + float64(tried)
 	sp.accepted = sp.accepted*draftDecay + float64(accepted)
+	r.specProposed = r.specProposed*draftDecay + float64(tried)
+	r.specAccepted = r.specAccepted*draftDecay + float64(accepted)
 	sp.totalProposed += len(sp.draft)
 	sp.totalAccepted += accepted
 	s.stats.DraftTokens, s.stats.DraftAccepted = sp.totalProposed, sp.totalAccepted

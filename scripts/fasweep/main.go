@@ -64,6 +64,18 @@ func main() {
 		}
 		fmt.Printf("%-28s seqs=%d T/seq=%4d  fa=%8.2fms  mm=%8.2fms  mm/fa=%.2f\n", label, len(seqs), t, best[0].Seconds()*1000, best[1].Seconds()*1000, best[1].Seconds()/best[0].Seconds())
 	}
+	if len(os.Args) > 2 && os.Args[2] == "grow" {
+		fill(0, 4000)
+		var keep []*engine.StateBuffer
+		for rep := 0; rep < 16; rep++ {
+			t0 := time.Now()
+			sb, err := ctx.SeqStateBuffer(0)
+			must(err)
+			keep = append(keep, sb)
+			fmt.Printf("state buffer %d: %.1f ms\n", rep, time.Since(t0).Seconds()*1000)
+		}
+		return
+	}
 	if len(os.Args) > 2 && os.Args[2] == "turn" {
 		fill(0, 4000)
 		st0, _ := ctx.SeqState(0)
