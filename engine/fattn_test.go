@@ -98,7 +98,7 @@ func TestSeqStateBuffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := ctx.SeqStateBuffer(0)
+	sb, err := ctx.SeqStateBuffer(0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,28 @@ func TestSeqStateBuffer(t *testing.T) {
 	if sb.Bytes() != nil {
 		t.Error("Bytes after Free")
 	}
-	if _, err := ctx.SeqStateBuffer(7); err == nil {
+	if _, err := ctx.SeqStateBuffer(7, nil); err == nil {
 		t.Error("sequence 7 of 2 accepted")
+	}
+	// Into a buffer made beforehand: the same bytes, in that buffer; one
+	// too small is left alone.
+	pre, err := NewStateBuffer(len(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ctx.SeqStateBuffer(0, pre)
+	if err != nil || got != pre || string(got.Bytes()) != string(want) {
+		t.Fatalf("into a made buffer: %v, same buffer %v", err, got == pre)
+	}
+	small, _ := NewStateBuffer(1)
+	got, err = ctx.SeqStateBuffer(0, small)
+	if err != nil || got == small || string(got.Bytes()) != string(want) || small.Cap() != 4096 {
+		t.Fatalf("with a small buffer: %v, same %v, small cap %d", err, got == small, small.Cap())
+	}
+	got.Free()
+	small.Free()
+	pre.Free()
+	if _, err := NewStateBuffer(0); err == nil {
+		t.Error("a buffer of 0 bytes")
 	}
 }

@@ -46,6 +46,39 @@ type PromptCache struct {
 	diskUsed int64
 	diskMax  int64
 	stats    CacheStats
+	// spare is a state buffer with its pages faulted in, for the next
+	// save to copy into: a buffer a retired entry left, or one made
+	// beside the loop after each save (refilling), so that a request
+	// that evicts a slot does not wait for fresh memory. Under mu.
+	spare     *engine.StateBuffer
+	refilling bool
+}
+
+// keepSpare keeps b as the spare if it is larger than the one there is,
+// and frees the other. Under c.mu.
+func (c *PromptCache) keepSpare(b *engine.StateBuffer) {
+	if c.spare == nil || b.Cap() > c.spare.Cap() {
+		b, c.spare = c.spare, b
+	}
+	b.Free()
+}
+
+// refill makes a spare of at least size bytes beside the loop, unless
+// there is one or one is being made. Under c.mu.
+func (c *PromptCache) refill(size int) {
+	if c.refilling || (c.spare != nil && c.spare.Cap() >= size) || c.ramLimit == 0 {
+		return
+	}
+	c.refilling = true
+	go func() {
+		b, err := engine.NewStateBuffer(size + size/8) // room for a longer prompt
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.refilling = false
+		if err == nil {
+			c.keepSpare(b)
+		}
+	}()
 }
 
 // CacheStats are a PromptCache's counters and sizes.
@@ -76,8 +109,8 @@ type cacheEntry struct {
 // is being read. Under c.mu.
 func (c *PromptCache) retire(e *cacheEntry) {
 	e.dead = true
-	if e.refs == 0 {
-		e.buf.Free()
+	if e.refs == 0 && e.buf != nil {
+		c.keepSpare(e.buf)
 		e.buf, e.data = nil, nil
 	}
 }
@@ -220,13 +253,21 @@ func (c *PromptCache) save(key string, ctx *engine.Context, seq int, tokens []en
 		}
 	}
 	c.mu.Unlock()
-	buf, err := ctx.SeqStateBuffer(seq)
+	c.mu.Lock()
+	spare := c.spare
+	c.spare = nil
+	c.mu.Unlock()
+	buf, err := ctx.SeqStateBuffer(seq, spare)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if spare != nil && buf != spare {
+		c.keepSpare(spare) // too small for this state, or the copy failed
+	}
 	if err != nil {
 		slog.Warn("prompt cache: could not copy a sequence's state", "error", err)
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.refill(buf.Cap())
 	c.stats.Saves++
 	c.put(&cacheEntry{key: key, tokens: append([]engine.Token(nil), tokens...), data: buf.Bytes(), buf: buf}, true)
 }

@@ -69,7 +69,7 @@ func main() {
 		var keep []*engine.StateBuffer
 		for rep := 0; rep < 16; rep++ {
 			t0 := time.Now()
-			sb, err := ctx.SeqStateBuffer(0)
+			sb, err := ctx.SeqStateBuffer(0, nil)
 			must(err)
 			keep = append(keep, sb)
 			fmt.Printf("state buffer %d: %.1f ms\n", rep, time.Since(t0).Seconds()*1000)
