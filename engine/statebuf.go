@@ -13,11 +13,6 @@ package engine
 //     return p == MAP_FAILED ? NULL : p;
 // }
 // static void tp_state_free(void *p, size_t n) { munmap(p, n); }
-// // Touch every page, so that a later copy into the buffer faults none in.
-// static void tp_state_touch(void *p, size_t n) {
-//     volatile char *c = p;
-//     for (size_t i = 0; i < n; i += 4096) c[i] = 0;
-// }
 import "C"
 
 import (
@@ -35,23 +30,6 @@ type StateBuffer struct {
 	p    unsafe.Pointer
 	size int // mapped bytes
 	n    int // state bytes
-}
-
-// NewStateBuffer maps a buffer of at least size bytes with every page
-// already faulted in (on these virtual machines a page's first touch is
-// the slow part of a copy: an 87 MB state took 45 ms, and up to 220 ms,
-// into fresh memory), for SeqStateBuffer to fill later.
-func NewStateBuffer(size int) (*StateBuffer, error) {
-	if size <= 0 || uint64(size) > math.MaxInt32*uint64(64) {
-		return nil, fmt.Errorf("state buffer of %d bytes out of range", size)
-	}
-	size = (size + 4095) &^ 4095 // whole pages
-	p := C.tp_state_alloc(C.size_t(size))
-	if p == nil {
-		return nil, fmt.Errorf("no memory for a state buffer of %d bytes", size)
-	}
-	C.tp_state_touch(p, C.size_t(size))
-	return &StateBuffer{p: p, size: size}, nil
 }
 
 // Cap is the most state bytes the buffer holds.

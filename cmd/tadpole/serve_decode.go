@@ -35,7 +35,7 @@ func addDecodeFlags(fs *pflag.FlagSet) *decodeFlags {
 		draftMax: fs.Int("draft-max", envInt("TADPOLE_DRAFT_MAX", runner.DefaultDraftMax),
 			"most tokens a generating request drafts per step (by its draft model, else by prompt lookup) and verifies in the same decode (speculative decoding; the output is unchanged); 0: off (TADPOLE_DRAFT_MAX)"),
 		drafts: fs.StringArray("draft", splitList(env("TADPOLE_DRAFT", "")),
-			"MODEL=DRAFT: load the model DRAFT (same vocabulary) beside MODEL to draft its tokens instead of prompt lookup; repeatable, or comma-separated (TADPOLE_DRAFT)"),
+			"MODEL=DRAFT: load the model DRAFT (same vocabulary) beside MODEL to draft its tokens instead of prompt lookup (overrides its Modelfile DRAFT); repeatable, or comma-separated (TADPOLE_DRAFT)"),
 	}
 }
 

@@ -46,12 +46,9 @@ type PromptCache struct {
 	diskUsed int64
 	diskMax  int64
 	stats    CacheStats
-	// spare is a state buffer with its pages faulted in, for the next
-	// save to copy into: a buffer a retired entry left, or one made
-	// beside the loop after each save (refilling), so that a request
-	// that evicts a slot does not wait for fresh memory. Under mu.
-	spare     *engine.StateBuffer
-	refilling bool
+	// spare is a buffer a retired entry left, its pages faulted in, for
+	// the next save to copy into instead of fresh memory. Under mu.
+	spare *engine.StateBuffer
 }
 
 // keepSpare keeps b as the spare if it is larger than the one there is,
@@ -61,24 +58,6 @@ func (c *PromptCache) keepSpare(b *engine.StateBuffer) {
 		b, c.spare = c.spare, b
 	}
 	b.Free()
-}
-
-// refill makes a spare of at least size bytes beside the loop, unless
-// there is one or one is being made. Under c.mu.
-func (c *PromptCache) refill(size int) {
-	if c.refilling || (c.spare != nil && c.spare.Cap() >= size) || c.ramLimit == 0 {
-		return
-	}
-	c.refilling = true
-	go func() {
-		b, err := engine.NewStateBuffer(size + size/8) // room for a longer prompt
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.refilling = false
-		if err == nil {
-			c.keepSpare(b)
-		}
-	}()
 }
 
 // CacheStats are a PromptCache's counters and sizes.
@@ -267,7 +246,6 @@ func (c *PromptCache) save(key string, ctx *engine.Context, seq int, tokens []en
 		slog.Warn("prompt cache: could not copy a sequence's state", "error", err)
 		return
 	}
-	c.refill(buf.Cap())
 	c.stats.Saves++
 	c.put(&cacheEntry{key: key, tokens: append([]engine.Token(nil), tokens...), data: buf.Bytes(), buf: buf}, true)
 }
