@@ -185,7 +185,7 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	}
 	ctx := &Context{c: c, mem: C.llama_get_memory(c), model: m, nVoc: m.VocabSize(), embd: p.Embeddings, kvType: p.KVType}
 	ctx.faOn = C.tp_flash_attn(c) != 0
-	ctx.faSwitch = ctx.FlashAttnSwitchable()
+	ctx.faSwitch = ctx.switchable()
 	if err := ctx.attachThreads(threads, tb, p.Poll); err != nil {
 		ctx.Close()
 		return nil, err
@@ -474,9 +474,9 @@ func (c *Context) SeqState(seq int) ([]byte, error) {
 	if err := c.checkSeq(seq); err != nil {
 		return nil, err
 	}
-	n := C.llama_state_seq_get_size(c.c, C.llama_seq_id(seq))
-	if n == 0 || uint64(n) > math.MaxInt32*uint64(64) { // 128 GiB: no KV of a real context is larger
-		return nil, fmt.Errorf("sequence %d: state size %d out of range", seq, uint64(n))
+	n, err := c.seqStateSize(seq)
+	if err != nil {
+		return nil, err
 	}
 	buf := make([]byte, int(n))
 	got := C.llama_state_seq_get_data(c.c, (*C.uint8_t)(unsafe.Pointer(&buf[0])), n, C.llama_seq_id(seq))
@@ -516,4 +516,13 @@ func (c *Context) checkSeq(seq int) error {
 // At is the position and sequence of the batch's i-th token.
 func (b *Batch) At(i int) (pos, seq int) {
 	return int(b.pos[i]), int(*b.sq[i])
+}
+
+// seqStateSize is llama.cpp's size of the sequence's state, checked.
+func (c *Context) seqStateSize(seq int) (C.size_t, error) {
+	n := C.llama_state_seq_get_size(c.c, C.llama_seq_id(seq))
+	if n == 0 || uint64(n) > math.MaxInt32*uint64(64) { // 128 GiB: no KV of a real context is larger
+		return 0, fmt.Errorf("sequence %d: state size %d out of range", seq, uint64(n))
+	}
+	return n, nil
 }

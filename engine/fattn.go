@@ -14,9 +14,13 @@ import (
 // FlashAttnSwitchable reports whether SetFlashAttn may turn flash
 // attention off and back on between decodes: the context was made with it
 // on, runs on the CPU only, has one plain KV cache with a stream per
-// sequence whose values are not quantized (the graph without flash attention copies V transposed), keys
-// and values of one head size, and makes logits (not embeddings).
-func (c *Context) FlashAttnSwitchable() bool {
+// sequence whose values are not quantized (the graph without flash
+// attention copies V transposed), keys and values of one head size, and
+// makes logits (not embeddings).
+func (c *Context) FlashAttnSwitchable() bool { return c.faSwitch }
+
+// switchable is FlashAttnSwitchable, asked of llama.cpp (NewContext).
+func (c *Context) switchable() bool {
 	if c.c == nil || c.embd {
 		return false
 	}

@@ -17,15 +17,14 @@ import "C"
 
 import (
 	"fmt"
-	"math"
 	"unsafe"
 )
 
 // StateBuffer holds a sequence's state (SeqStateBuffer) in memory outside
 // Go's heap, mapped for it and unmapped by Free: a prompt cache keeps
 // gigabytes of them, which the collector need not see, and which go back
-// to the system as soon as they leave the cache. It must be freed, once,
-// when nothing reads it any more.
+// to the system when freed (or are reused: SeqStateBuffer's reuse). It
+// must be freed, once, when nothing reads it any more.
 type StateBuffer struct {
 	p    unsafe.Pointer
 	size int // mapped bytes
@@ -42,9 +41,9 @@ func (c *Context) SeqStateBuffer(seq int, reuse *StateBuffer) (*StateBuffer, err
 	if err := c.checkSeq(seq); err != nil {
 		return nil, err
 	}
-	n := C.llama_state_seq_get_size(c.c, C.llama_seq_id(seq))
-	if n == 0 || uint64(n) > math.MaxInt32*uint64(64) { // 128 GiB, as SeqState
-		return nil, fmt.Errorf("sequence %d: state size %d out of range", seq, uint64(n))
+	n, err := c.seqStateSize(seq)
+	if err != nil {
+		return nil, err
 	}
 	b := reuse
 	if b == nil || b.p == nil || b.size < int(n) {

@@ -84,8 +84,9 @@ type cacheEntry struct {
 	dead bool
 }
 
-// retire marks e as out of the RAM tier and frees its buffer unless it
-// is being read. Under c.mu.
+// retire marks e as out of the RAM tier and, unless it is being read,
+// gives up its buffer (kept as the spare when it is the larger, else
+// freed). Under c.mu.
 func (c *PromptCache) retire(e *cacheEntry) {
 	e.dead = true
 	if e.refs == 0 && e.buf != nil {
@@ -231,8 +232,6 @@ func (c *PromptCache) save(key string, ctx *engine.Context, seq int, tokens []en
 			return
 		}
 	}
-	c.mu.Unlock()
-	c.mu.Lock()
 	spare := c.spare
 	c.spare = nil
 	c.mu.Unlock()
