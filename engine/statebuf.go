@@ -8,8 +8,10 @@ package engine
 // // (MADV_HUGEPAGE) were measured 6-60x slower to fault in here whenever
 // // the kernel had to compact memory for them, which a growing cache makes
 // // it do (88 MB: 34 ms in 4 KiB pages; 13 ms or 218-2000 ms in huge pages).
+// // MAP_NORESERVE: a buffer maps room to grow (SeqStateBuffer), and only
+// // the pages written count.
 // static void *tp_state_alloc(size_t n) {
-//     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+//     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 //     return p == MAP_FAILED ? NULL : p;
 // }
 // static void tp_state_free(void *p, size_t n) { munmap(p, n); }
@@ -26,17 +28,25 @@ import (
 // to the system when freed (or are reused: SeqStateBuffer's reuse). It
 // must be freed, once, when nothing reads it any more.
 type StateBuffer struct {
-	p    unsafe.Pointer
-	size int // mapped bytes
-	n    int // state bytes
+	p       unsafe.Pointer
+	size    int // mapped bytes
+	n       int // state bytes
+	written int // the most bytes ever written: what is resident
 }
 
 // Cap is the most state bytes the buffer holds.
 func (b *StateBuffer) Cap() int { return b.size }
 
+// Resident is the memory the buffer takes: the pages a state has been
+// written to (the rest of its mapping is address space only).
+func (b *StateBuffer) Resident() int { return (b.written + 4095) &^ 4095 }
+
 // SeqStateBuffer is SeqState into a StateBuffer: into reuse when it is
 // large enough (and then owned by the result), else into a new one (reuse
-// is left to the caller).
+// is left to the caller). A new buffer maps twice the state, so that it
+// can be reused for a longer one (a conversation's next turn) without
+// the cost of faulting in fresh pages, which on a virtual machine can be
+// several times that of the copy.
 func (c *Context) SeqStateBuffer(seq int, reuse *StateBuffer) (*StateBuffer, error) {
 	if err := c.checkSeq(seq); err != nil {
 		return nil, err
@@ -47,7 +57,7 @@ func (c *Context) SeqStateBuffer(seq int, reuse *StateBuffer) (*StateBuffer, err
 	}
 	b := reuse
 	if b == nil || b.p == nil || b.size < int(n) {
-		size := (int(n) + 4095) &^ 4095 // whole pages
+		size := (2*int(n) + 4095) &^ 4095 // whole pages
 		p := C.tp_state_alloc(C.size_t(size))
 		if p == nil {
 			return nil, fmt.Errorf("sequence %d: no memory for its state (%d bytes)", seq, size)
@@ -62,6 +72,7 @@ func (c *Context) SeqStateBuffer(seq int, reuse *StateBuffer) (*StateBuffer, err
 		return nil, fmt.Errorf("sequence %d: llama.cpp could not copy its state", seq)
 	}
 	b.n = int(got)
+	b.written = max(b.written, b.n)
 	return b, nil
 }
 

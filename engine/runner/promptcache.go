@@ -84,6 +84,15 @@ type cacheEntry struct {
 	dead bool
 }
 
+// ramBytes is what e takes of the RAM budget: its state, or the pages of
+// its buffer that hold one.
+func (e *cacheEntry) ramBytes() int64 {
+	if e.buf != nil {
+		return int64(e.buf.Resident())
+	}
+	return int64(len(e.data))
+}
+
 // retire marks e as out of the RAM tier and, unless it is being read,
 // gives up its buffer (kept as the spare when it is the larger, else
 // freed). Under c.mu.
@@ -249,8 +258,17 @@ func (c *PromptCache) save(key string, ctx *engine.Context, seq int, tokens []en
 	c.put(&cacheEntry{key: key, tokens: append([]engine.Token(nil), tokens...), data: buf.Bytes(), buf: buf}, true)
 }
 
-// put adds e to the RAM tier (dropping the entries it extends), then
+// put adds e to the RAM tier, dropping the entries it supersedes, then
 // moves the oldest entries past the budget to disk. Under c.mu.
+//
+// e supersedes an entry that it holds all of but fewer than
+// MinCachedPrompt tokens at the end (and at least that many at the
+// start): the entry a conversation's turn was
+// restored from, whose answer the client did not send back token for
+// token (or at all). Keeping both would cost a whole state for a short
+// tail, and the RAM tier would grow by a state per turn; dropping it
+// costs at most that tail's prefill, and its buffer takes the next save
+// without fresh pages.
 func (c *PromptCache) put(e *cacheEntry, locked bool) {
 	if !locked {
 		c.mu.Lock()
@@ -258,19 +276,19 @@ func (c *PromptCache) put(e *cacheEntry, locked bool) {
 	}
 	kept := c.ram[:0]
 	for _, o := range c.ram {
-		if o.key == e.key && len(o.tokens) <= len(e.tokens) && commonPrefix(o.tokens, e.tokens) == len(o.tokens) {
-			c.ramUsed -= int64(len(o.data))
+		if k := commonPrefix(o.tokens, e.tokens); o.key == e.key && k >= MinCachedPrompt && len(o.tokens)-k < MinCachedPrompt {
+			c.ramUsed -= o.ramBytes()
 			c.retire(o)
-			continue // e holds all of it
+			continue
 		}
 		kept = append(kept, o)
 	}
 	c.ram = append(kept, e)
-	c.ramUsed += int64(len(e.data))
+	c.ramUsed += e.ramBytes()
 	for c.ramUsed > c.ramLimit && len(c.ram) > 0 {
 		old := c.ram[0]
 		c.ram = c.ram[1:]
-		c.ramUsed -= int64(len(old.data))
+		c.ramUsed -= old.ramBytes()
 		c.stats.Evictions++
 		c.spill(old)
 		c.retire(old)
@@ -303,7 +321,7 @@ func (c *PromptCache) drop(e *cacheEntry) {
 	for i, o := range c.ram {
 		if o == e {
 			c.ram = append(c.ram[:i:i], c.ram[i+1:]...)
-			c.ramUsed -= int64(len(e.data))
+			c.ramUsed -= e.ramBytes()
 			c.retire(e)
 			return
 		}

@@ -208,3 +208,108 @@ func TestSeqStateWorstValues(t *testing.T) {
 		t.Errorf("its own state: %v", err)
 	}
 }
+
+// A saved state supersedes the entry it extends but for a short tail (the
+// entry a conversation's turn was restored from): the RAM tier keeps one
+// state per conversation, the superseded entry's buffer takes the next
+// save, and what is restored from it is the state saved. An entry sharing
+// little, or with a long tail of its own, stays.
+func TestPromptCacheSupersedes(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	ctx, err := m.NewContext(engine.ContextParams{Threads: 1, NumCtx: 1024, NumSeqMax: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	b, _ := engine.NewBatch(512)
+	defer b.Close()
+	// fill makes seq hold exactly toks (what it holds past their common
+	// prefix removed first).
+	held := map[int][]engine.Token{}
+	fill := func(seq int, toks []engine.Token) {
+		t.Helper()
+		k := commonPrefix(held[seq], toks)
+		ctx.SeqRemove(seq, k, -1)
+		b.Clear()
+		for i := k; i < len(toks); i++ {
+			b.Add(toks[i], i, seq, i == len(toks)-1)
+		}
+		if err := ctx.Decode(b); err != nil {
+			t.Fatal(err)
+		}
+		held[seq] = append([]engine.Token(nil), toks...)
+	}
+	cat, dog := longPrompt(t, m, "cat"), longPrompt(t, m, "dog")
+	const key = "k"
+	pc := NewPromptCache(1<<30, "", 0)
+
+	// Turn 1: the history and a 10-token answer.
+	turn1 := append(append([]engine.Token(nil), cat...), dog[:10]...)
+	fill(0, turn1)
+	pc.save(key, ctx, 0, turn1)
+	// Turn 2 keeps the history, not the answer, and adds a message.
+	turn2 := append(append([]engine.Token(nil), cat...), dog[20:60]...)
+	fill(0, turn2)
+	pc.save(key, ctx, 0, turn2)
+	if st := pc.Stats(); st.RAMEntries != 1 || pc.spare == nil {
+		t.Fatalf("after turn 2: %+v, spare %v: want turn 1 superseded, its buffer spare", st, pc.spare != nil)
+	}
+	spare := pc.spare
+	turn3 := append(append([]engine.Token(nil), turn2...), dog[60:90]...)
+	fill(0, turn3)
+	pc.save(key, ctx, 0, turn3)
+	if st := pc.Stats(); st.RAMEntries != 1 || pc.ram[0].buf != spare {
+		t.Fatalf("after turn 3: %+v, want one entry, in turn 1's buffer", st)
+	}
+	want, err := ctx.SeqState(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _, load := pc.lookup(key, append(append([]engine.Token(nil), turn3...), cat[:5]...), MinCachedPrompt)
+	if n != len(turn3) {
+		t.Fatalf("lookup matched %d of %d tokens", n, len(turn3))
+	}
+	if err := load(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if string(pc.ram[0].data) != string(want) {
+		t.Fatal("the state in a reused buffer differs from the sequence's")
+	}
+	// Restored, it continues as the sequence saved does: the next token's
+	// logits on both are the same (the cells may lie in another order, so
+	// the states' bytes need not be).
+	b.Clear()
+	b.Add(cat[3], len(turn3), 0, true)
+	b.Add(cat[3], len(turn3), 1, true)
+	if err := ctx.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	l0, l1 := ctx.Logits(0), ctx.Logits(1)
+	for i := range l0 {
+		if d := l0[i] - l1[i]; d > 1e-4 || d < -1e-4 {
+			t.Fatalf("logit %d: %g saved, %g restored", i, l0[i], l1[i])
+		}
+	}
+	ctx.SeqRemove(0, len(turn3), -1)
+	ctx.SeqRemove(1, -1, -1)
+
+	// Another conversation, and a branch of this one with a long tail of
+	// its own, stay beside it.
+	fill(1, dog)
+	pc.save(key, ctx, 1, dog)
+	branch := append(append([]engine.Token(nil), turn3[:len(cat)]...), dog[:MinCachedPrompt+10]...)
+	fill(1, branch)
+	pc.save(key, ctx, 1, branch)
+	if st := pc.Stats(); st.RAMEntries != 3 {
+		t.Fatalf("after another conversation and a branch: %+v, want 3 entries", st)
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	var sum int64
+	for _, e := range pc.ram {
+		sum += e.ramBytes()
+	}
+	if sum != pc.ramUsed {
+		t.Errorf("RAM counted %d, entries hold %d", pc.ramUsed, sum)
+	}
+}
