@@ -122,7 +122,7 @@ func TestServerModelfileDraft(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "server paths are not read") {
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "give the digest of a blob") {
 			t.Errorf("/api/create with DRAFT %s: %d %s", v, resp.StatusCode, b)
 		}
 	}

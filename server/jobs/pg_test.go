@@ -302,3 +302,24 @@ func TestPGUsageShared(t *testing.T) {
 		t.Fatalf("b: %s", got)
 	}
 }
+
+// A batch added again under its id (a retry after a lost
+// acknowledgement) adds nothing; another id adds.
+func TestPGUsageBatchOnce(t *testing.T) {
+	s := openCfg(t, pgConfig(t))
+	defer s.Close()
+	ctx := context.Background()
+	d := []usage.Snapshot{{Key: "k", Requests: 1, TokensIn: 7}}
+	for _, id := range []string{"r-1", "r-1", "r-2"} {
+		if err := s.AddUsage(ctx, id, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.UsageTotals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[{k 2 0 14 0}]" {
+		t.Fatalf("totals %v, want two batches counted", got)
+	}
+}

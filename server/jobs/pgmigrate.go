@@ -57,6 +57,12 @@ var pgMigrations = []string{
 		tokens_in    BIGINT NOT NULL DEFAULT 0,
 		tokens_out   BIGINT NOT NULL DEFAULT 0
 	);`,
+	// 2: the usage batches added (a retried batch is not added twice).
+	`CREATE TABLE usage_batches (
+		id         TEXT PRIMARY KEY,
+		applied_at BIGINT NOT NULL
+	);
+	CREATE INDEX usage_batches_applied ON usage_batches(applied_at);`,
 }
 
 // SchemaVersion is the newest PostgreSQL schema this build knows.

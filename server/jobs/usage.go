@@ -50,13 +50,32 @@ func (s *Store) flushUsage(ctx context.Context) {
 	}
 }
 
-// AddUsage adds per-key counts to the shared totals (usage.Sink).
-func (s *Store) AddUsage(ctx context.Context, deltas []usage.Snapshot) error {
+// usageBatchesKept is how long a batch id is remembered: a retry comes
+// within seconds (the next flush), and the table stays small.
+const usageBatchesKept = 24 * time.Hour
+
+// AddUsage adds per-key counts to the shared totals, once per batch id
+// (usage.Sink): the id is recorded in the same transaction, and a batch
+// whose id is there already (its commit went through, its
+// acknowledgement did not) adds nothing.
+func (s *Store) AddUsage(ctx context.Context, batch string, deltas []usage.Snapshot) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.dbErr("add usage", err)
 	}
 	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO usage_batches (id, applied_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`), batch, time.Now().Unix())
+	if err != nil {
+		return s.dbErr("add usage", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return s.dbErr("add usage", err)
+	} else if n == 0 {
+		return nil // added before
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM usage_batches WHERE applied_at < ?`), time.Now().Add(-usageBatchesKept).Unix()); err != nil {
+		return s.dbErr("add usage", err)
+	}
 	for _, d := range deltas {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO key_usage (key, requests, rate_limited, tokens_in, tokens_out) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (key) DO UPDATE SET requests = key_usage.requests + excluded.requests,

@@ -50,8 +50,15 @@ func (h *Handler) create(c echo.Context) error {
 		return err
 	}
 	for _, cmd := range mf.Commands {
-		if (cmd.Name == models.CmdFrom || cmd.Name == models.CmdAdapter || cmd.Name == models.CmdDraft) && !h.storeReference(cmd.Value, cmd.Name != models.CmdFrom) {
-			return errorf(http.StatusBadRequest, "%s %q: give a model name or the digest of a blob uploaded with POST /api/blobs/:digest (\"@sha256:…\"); server paths are not read", strings.ToUpper(cmd.Name), cmd.Value)
+		if cmd.Name != models.CmdFrom && cmd.Name != models.CmdAdapter && cmd.Name != models.CmdDraft {
+			continue
+		}
+		if blobOnly := cmd.Name != models.CmdFrom; !h.storeReference(cmd.Value, blobOnly) {
+			what := "a model name or the digest"
+			if blobOnly {
+				what = "the digest"
+			}
+			return errorf(http.StatusBadRequest, "%s %q: give %s of a blob uploaded with POST /api/blobs/:digest (\"@sha256:…\"); server paths are not read", strings.ToUpper(cmd.Name), cmd.Value, what)
 		}
 	}
 	if err := mf.Validate(); err != nil {

@@ -2,15 +2,28 @@ package usage
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"sort"
 )
 
 // Sink is where servers that serve the same keys pool their counts (the
-// shared job database): AddUsage adds counts to the totals, UsageTotals
-// reads every key's totals.
+// shared job database): AddUsage adds counts to the totals, once per
+// batch id (a batch already added is not added again: a retry after an
+// error that came after the commit, a lost acknowledgement, must not
+// count twice); UsageTotals reads every key's totals.
 type Sink interface {
-	AddUsage(ctx context.Context, deltas []Snapshot) error
+	AddUsage(ctx context.Context, batch string, deltas []Snapshot) error
 	UsageTotals(ctx context.Context) ([]Snapshot, error)
+}
+
+// batch is a flush the sink has not acknowledged: retried as it is, with
+// its id, until it is.
+type batch struct {
+	id     string
+	deltas []Snapshot
+	now    []Snapshot // the local counts it brings the sink up to
 }
 
 // Share makes the table pool its counts in sink: Flush adds what was
@@ -24,29 +37,46 @@ func (t *Table) Share(sink Sink) {
 }
 
 // Flush adds this server's counts since the last Flush to the sink and
-// reads every server's totals. Counts the sink did not take stay for the
-// next Flush.
+// reads every server's totals. A batch the sink did not acknowledge is
+// sent again, the same batch under the same id, before anything counted
+// since (the sink adds a batch once), so counts are neither lost nor
+// added twice.
 func (t *Table) Flush(ctx context.Context) error {
 	t.flushMu.Lock()
 	defer t.flushMu.Unlock()
 	t.mu.Lock()
 	sink := t.sink
-	now := t.localLocked()
-	var deltas []Snapshot
-	for _, c := range now {
-		if d := sub(c, t.flushed[c.Key]); d != (Snapshot{Key: c.Key}) {
-			deltas = append(deltas, d)
+	if sink == nil {
+		t.mu.Unlock()
+		return nil
+	}
+	b := t.pending
+	if b == nil {
+		now := t.localLocked()
+		var deltas []Snapshot
+		for _, c := range now {
+			if d := sub(c, t.flushed[c.Key]); d != (Snapshot{Key: c.Key}) {
+				deltas = append(deltas, d)
+			}
+		}
+		if len(deltas) > 0 {
+			if t.replica == "" {
+				var r [8]byte
+				rand.Read(r[:])
+				t.replica = hex.EncodeToString(r[:])
+			}
+			t.batches++
+			b = &batch{id: fmt.Sprintf("%s-%d", t.replica, t.batches), deltas: deltas, now: now}
+			t.pending = b
 		}
 	}
 	t.mu.Unlock()
-	if sink == nil {
-		return nil
-	}
-	if len(deltas) > 0 {
-		if err := sink.AddUsage(ctx, deltas); err != nil {
+	if b != nil {
+		if err := sink.AddUsage(ctx, b.id, b.deltas); err != nil {
 			return err
 		}
 		t.mu.Lock()
+		t.pending = nil
 		if t.flushed == nil {
 			t.flushed = map[string]Snapshot{}
 		}
@@ -55,10 +85,10 @@ func (t *Table) Flush(ctx context.Context) error {
 		}
 		// The totals take the deltas at once: Snapshot neither counts
 		// them twice nor loses them until the totals are read again.
-		for _, c := range now {
+		for _, c := range b.now {
 			t.flushed[c.Key] = c
 		}
-		for _, d := range deltas {
+		for _, d := range b.deltas {
 			t.totals[d.Key] = add(t.totals[d.Key], d)
 		}
 		t.mu.Unlock()

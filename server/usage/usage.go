@@ -49,6 +49,9 @@ type Table struct {
 	flushMu sync.Mutex          // one Flush at a time
 	flushed map[string]Snapshot // this server's counts the sink has
 	totals  map[string]Snapshot // every server's totals, as last read
+	pending *batch              // sent, not acknowledged (under mu)
+	replica string              // random: batch ids are replica-n
+	batches int
 }
 
 // For returns the counters of the key with this id, creating them.
