@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -102,9 +104,36 @@ func TestQueueBoundExactUnderBurst(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	// Embeddings take their place in the same queue: with it full, 503
+	// in each dialect's shape.
+	_, err := ts.Client.Embed(ctx, &ollama.EmbedRequest{Model: "stories", Input: "The cat sat."})
+	if se := (ollama.StatusError{}); !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("/api/embed with the queue full: %v, want a 503", err)
+	}
+	for _, c := range []struct{ path, body, want string }{
+		{"/v1/embeddings", `{"model":"stories","input":"The cat sat."}`, "server_overloaded"},
+		{"/api/embeddings", `{"model":"stories","prompt":"The cat sat."}`, "too many requests waiting"},
+	} {
+		resp, err := http.Post(ts.URL+c.path, "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s with the queue full: %d %s", c.path, resp.StatusCode, b)
+		}
+	}
 	release()
 	wg.Wait()
 	if codes[http.StatusOK] != 4 || codes[http.StatusServiceUnavailable] != burst-4 || retryAfter != burst-4 {
 		t.Fatalf("answers %v (%d with Retry-After), want 4×200 and %d×503 with Retry-After", codes, retryAfter, burst-4)
+	}
+	// The places are given back: more embeddings than the bound, one
+	// after another, all answer.
+	for i := 0; i < 6; i++ {
+		if _, err := ts.Client.Embed(ctx, &ollama.EmbedRequest{Model: "stories", Input: "The cat sat."}); err != nil {
+			t.Fatalf("embedding %d after the burst: %v", i, err)
+		}
 	}
 }

@@ -144,7 +144,7 @@ func parseServeFlags(args []string) (*serveOptions, error) {
 	o.parallel = fs.Int("parallel", envInt("TADPOLE_NUM_PARALLEL", 4), "parallel requests per loaded model; unset: chosen per model from free memory, 1 to 16 on GPUs, 1 to 4 on the host (TADPOLE_NUM_PARALLEL)")
 	o.numCtx = fs.Int("context-length", envInt("TADPOLE_CONTEXT_LENGTH", 0), "default context per request in tokens; 0 or unset: chosen per model from free memory, up to min(8192, the model's) (TADPOLE_CONTEXT_LENGTH)")
 	o.maxLoaded = fs.Int("max-loaded-models", envInt("TADPOLE_MAX_LOADED_MODELS", 0), "most model instances loaded at once; 0: as many as fit in memory (TADPOLE_MAX_LOADED_MODELS)")
-	o.maxQueue = fs.Int("max-queue", envInt("TADPOLE_MAX_QUEUE", 512), "most requests waiting for a slot before answering 503 (TADPOLE_MAX_QUEUE)")
+	o.maxQueue = fs.Int("max-queue", envInt("TADPOLE_MAX_QUEUE", 512), "most requests waiting for a slot (embedding and rerank requests: queued or computed) before answering 503 (TADPOLE_MAX_QUEUE)")
 	o.keepAlive = fs.String("keep-alive", env("TADPOLE_KEEP_ALIVE", "5m"), "how long an idle model stays loaded; negative: forever (TADPOLE_KEEP_ALIVE)")
 	o.maxCtx = fs.Int("max-ctx", envInt("TADPOLE_MAX_CTX", 0), "largest context a request may ask for with num_ctx; 0: the model's trained context (TADPOLE_MAX_CTX)")
 	o.threads = fs.Int("threads", envInt("TADPOLE_NUM_THREADS", 0), "CPU threads per model; 0: all CPUs (TADPOLE_NUM_THREADS)")

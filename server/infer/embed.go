@@ -13,7 +13,8 @@ import (
 // the request's window: a text longer than the window (or the embedding
 // context's batch) is cut to fit when truncate is set, else it is an
 // error. The tokens count towards the request's API key and the token
-// counter like a generation's prompt.
+// counter like a generation's prompt. The request holds a place in the
+// queue bound (--max-queue) while it waits and is computed.
 func (in *Instance) Embed(ctx context.Context, texts []string, truncate bool) ([][]float32, int, error) {
 	prompts := make([][]engine.Token, len(texts))
 	for i, text := range texts {
@@ -23,7 +24,12 @@ func (in *Instance) Embed(ctx context.Context, texts []string, truncate bool) ([
 		}
 		prompts[i] = toks
 	}
-	out, n, err := in.Runner.Embed(ctx, prompts, in.Window, truncate)
+	var out [][]float32
+	var n int
+	err := in.queued(func() (err error) {
+		out, n, err = in.Runner.Embed(ctx, prompts, in.Window, truncate)
+		return err
+	})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -169,6 +169,22 @@ type Instance struct {
 	projectorErr error
 	release      func()
 	telemetry    *telemetry.Telemetry
+	// admit takes a place in the queue bound (Service.admit): embedding
+	// and rerank requests hold one while queued and computed.
+	admit func() (func(), error)
+}
+
+// queued runs f holding a place in the queue bound, or reports that
+// there is none (Unavailable).
+func (in *Instance) queued(f func() error) error {
+	if in.admit != nil {
+		leave, err := in.admit()
+		if err != nil {
+			return err
+		}
+		defer leave()
+	}
+	return f()
 }
 
 // Release hands the instance back to the scheduler.
@@ -257,7 +273,7 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 		window = si.DefaultCtx
 	}
 	return &Instance{Instance: si, Name: name, Entry: entry, LoadDuration: loadDur, Window: window, projectorErr: s.Sched.ProjectorError(si),
-		release: func() { s.Sched.Release(si, ka); leaveKey() }, telemetry: s.Telemetry}, nil
+		release: func() { s.Sched.Release(si, ka); leaveKey() }, telemetry: s.Telemetry, admit: s.admit}, nil
 }
 
 func (s *Service) resolve(model string) (models.Entry, error) {

@@ -127,7 +127,7 @@ func IsReranker(f *gguf.File) bool { return engine.RerankError(f) == nil }
 // pair), within the request's window; a pair longer than the window (or
 // the embedding context's batch) is an error naming the document. The
 // tokens count towards the request's API key and the token counter like
-// embeddings.
+// embeddings, and it holds a place in the queue bound as they do.
 func (in *Instance) Rerank(ctx context.Context, query string, docs []string) ([]float32, int, error) {
 	pairs := make([][]engine.Token, len(docs))
 	for i, d := range docs {
@@ -137,8 +137,16 @@ func (in *Instance) Rerank(ctx context.Context, query string, docs []string) ([]
 		}
 		pairs[i] = toks
 	}
-	scores, n, err := in.Runner.Rerank(ctx, pairs, in.Window)
+	var scores []float32
+	var n int
+	err := in.queued(func() (err error) {
+		scores, n, err = in.Runner.Rerank(ctx, pairs, in.Window)
+		return err
+	})
 	if err != nil {
+		if _, ok := err.(*Error); ok {
+			return nil, 0, err // the queue bound
+		}
 		if errors.Is(err, runner.ErrNotReranker) {
 			return nil, 0, &ParamError{Param: "model", Message: fmt.Sprintf("model %q cannot rerank: %v", in.Name, err)}
 		}

@@ -2,6 +2,7 @@ package ollama
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -38,7 +39,7 @@ func (h *Handler) embed(c echo.Context) error {
 	if len(inputs) > 0 {
 		embs, n, err := in.Embed(c.Request().Context(), inputs, req.Truncate == nil || *req.Truncate)
 		if err != nil {
-			return errorf(http.StatusBadRequest, "%v", err)
+			return embedError(err)
 		}
 		for _, e := range embs {
 			if req.Dimensions > 0 {
@@ -53,6 +54,15 @@ func (h *Handler) embed(c echo.Context) error {
 	}
 	resp.TotalDuration, resp.LoadDuration = time.Since(start), in.LoadDuration
 	return c.JSON(http.StatusOK, resp)
+}
+
+// embedError is an embedding's error: the queue bound's 503, or the
+// input's 400.
+func embedError(err error) error {
+	if e := (*infer.Error)(nil); errors.As(err, &e) {
+		return inferError(err)
+	}
+	return errorf(http.StatusBadRequest, "%v", err)
 }
 
 // embedInputs accepts a string or a list of strings; an empty string or
@@ -94,7 +104,7 @@ func (h *Handler) embeddings(c echo.Context) error {
 	if req.Prompt != "" {
 		embs, _, err := in.Embed(c.Request().Context(), []string{req.Prompt}, true)
 		if err != nil {
-			return errorf(http.StatusBadRequest, "%v", err)
+			return embedError(err)
 		}
 		for _, v := range embs[0] {
 			resp.Embedding = append(resp.Embedding, float64(v))

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 
@@ -46,7 +47,9 @@ func (h *Handler) embeddings(c echo.Context) error {
 	}
 	defer in.Release()
 	embs, tokens, err := in.Embed(c.Request().Context(), inputs, true)
-	if err != nil {
+	if e := (*infer.Error)(nil); errors.As(err, &e) {
+		return inferError(err, req.Model) // the queue bound
+	} else if err != nil {
 		return invalid("input", "%v", err)
 	}
 	out := EmbeddingList{Object: "list", Model: req.Model, Data: make([]Embedding, len(embs))}
