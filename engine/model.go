@@ -17,6 +17,7 @@ import (
 	"os"
 	"runtime/cgo"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/tadpole-llm/tadpole/models/gguf"
@@ -63,6 +64,10 @@ type Model struct {
 	Meta   Metadata
 	// GGUF is the file's metadata with typed values, read before loading.
 	GGUF *gguf.File
+	// cuts is where long texts may be tokenized in pieces (tokcut.go),
+	// made on first use.
+	cutsOnce sync.Once
+	cuts     *tokenCuts
 }
 
 //export tadpoleProgress

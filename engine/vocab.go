@@ -20,6 +20,14 @@ func (m *Model) Tokenize(text string, addSpecial, parseSpecial bool) ([]Token, e
 	if len(text) > 1<<30 {
 		return nil, fmt.Errorf("tokenize: text of %d bytes is too long", len(text))
 	}
+	if len(text) > tokenizePiece {
+		return m.tokenizePieces(text, addSpecial, parseSpecial)
+	}
+	return m.tokenize(text, addSpecial, parseSpecial)
+}
+
+// tokenize is one llama_tokenize call over the whole text.
+func (m *Model) tokenize(text string, addSpecial, parseSpecial bool) ([]Token, error) {
 	ctext := C.CString(text)
 	defer C.free(unsafe.Pointer(ctext))
 	n := len(text) + 2

@@ -1,0 +1,184 @@
+package engine
+
+// #include "llama.h"
+import "C"
+
+import (
+	"log/slog"
+	"slices"
+	"unicode/utf8"
+)
+
+// tokenizePiece is the text length past which Tokenize works in pieces
+// (a variable for the tests).
+//
+// llama.cpp's SentencePiece tokenizer (b7437) appends each character
+// that no token spells to its output with a reserve of exactly the room
+// it needs, so every such character reallocates and copies the whole
+// output: a text made of them takes time quadratic in its length (128
+// KiB of "é" on a vocabulary without it: 3.2 s; 256 KiB: 17.7 s; the 10
+// MiB a request body may hold: hours of a core). Tokenized in pieces of
+// about tokenizePiece bytes, the copies stay small (measured, LLaMA 2's
+// vocabulary: 10 MiB of newlines in 1.9 s; 10 MiB of prose in 2.0 s
+// against 6.8 s whole). A piece ends only where llama.cpp could not have
+// merged across: between two characters that no token's text holds side
+// by side (SentencePiece merges two symbols only into a token that
+// spells both), never next to a special token's text (nor inside
+// whitespace when a special token strips it), and the next piece is
+// tokenized with the character before the cut in front (so that the
+// space llama.cpp puts before a text's first word lands on it), whose own
+// tokens are then dropped: the result is the whole text's, token for
+// token (tested against it). Other vocabularies are tokenized whole.
+var tokenizePiece = 4 << 10
+
+// tokenCuts is what a vocabulary says about where a text may be cut.
+type tokenCuts struct {
+	spm bool // only SentencePiece vocabularies are cut
+	// pairs holds every two characters that stand side by side in a
+	// token's text (a space as SentencePiece's U+2581), sorted: a cut
+	// between them could split a merge.
+	pairs []uint64
+	// first and last are the first and last characters of the special
+	// tokens' texts (llama.cpp matches them in the raw text before
+	// tokenizing): no cut next to one.
+	first, last map[rune]bool
+	// strip: a special token swallows whitespace beside it (LSTRIP,
+	// RSTRIP): no cut inside whitespace.
+	strip  bool
+	addEOS bool
+}
+
+const spmSpace = '\u2581' // SentencePiece's escaped space
+
+func pairKey(a, b rune) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+
+// spmRune is a character as llama.cpp's SentencePiece tokenizer sees it:
+// spaces escaped.
+func spmRune(r rune) rune {
+	if r == ' ' {
+		return spmSpace
+	}
+	return r
+}
+
+func (m *Model) tokenCuts() *tokenCuts {
+	m.cutsOnce.Do(func() {
+		tc := &tokenCuts{first: map[rune]bool{}, last: map[rune]bool{}}
+		m.cuts = tc
+		if C.llama_vocab_type(m.vocab) != C.LLAMA_VOCAB_TYPE_SPM {
+			return
+		}
+		tc.spm = true
+		tc.addEOS = bool(C.llama_vocab_get_add_eos(m.vocab))
+		special := C.enum_llama_token_attr(C.LLAMA_TOKEN_ATTR_CONTROL | C.LLAMA_TOKEN_ATTR_USER_DEFINED | C.LLAMA_TOKEN_ATTR_UNKNOWN)
+		strip := C.enum_llama_token_attr(C.LLAMA_TOKEN_ATTR_LSTRIP | C.LLAMA_TOKEN_ATTR_RSTRIP)
+		for id := range m.nVocab {
+			text := C.GoString(C.llama_vocab_get_text(m.vocab, C.llama_token(id)))
+			attr := C.llama_vocab_get_attr(m.vocab, C.llama_token(id))
+			if attr&special != 0 && text != "" {
+				f, _ := utf8.DecodeRuneInString(text)
+				l, _ := utf8.DecodeLastRuneInString(text)
+				tc.first[f], tc.last[l] = true, true
+				if attr&strip != 0 {
+					tc.strip = true
+				}
+			}
+			if !utf8.ValidString(text) {
+				continue // no merge of whole characters spells it
+			}
+			prev := rune(-1)
+			for _, r := range text {
+				r = spmRune(r)
+				if prev >= 0 {
+					tc.pairs = append(tc.pairs, pairKey(prev, r))
+				}
+				prev = r
+			}
+		}
+		slices.Sort(tc.pairs)
+		tc.pairs = slices.Compact(tc.pairs)
+		tc.pairs = slices.Clip(tc.pairs)
+	})
+	return m.cuts
+}
+
+// canCut reports whether a text may be cut between characters a and b.
+func (tc *tokenCuts) canCut(a, b rune) bool {
+	if tc.last[a] || tc.first[b] {
+		return false
+	}
+	if tc.strip && (isSpace(a) || isSpace(b)) {
+		return false
+	}
+	_, found := slices.BinarySearch(tc.pairs, pairKey(spmRune(a), spmRune(b)))
+	return !found
+}
+
+// isSpace is C's isspace, which llama.cpp strips with.
+func isSpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\v' || r == '\f' || r == '\r'
+}
+
+// pieceCuts returns where text is cut (each a byte offset of a character
+// that starts a piece, the previous character at prev[i]), about every
+// size bytes; none when the vocabulary is not cut.
+func (tc *tokenCuts) pieceCuts(text string, size int) (cuts, prev []int) {
+	if !tc.spm || !utf8.ValidString(text) {
+		return nil, nil
+	}
+	last := 0 // the last cut
+	pa, pr := -1, rune(-1)
+	for i, r := range text {
+		if pr >= 0 && i-last >= size && len(text)-i >= size/2 && tc.canCut(pr, r) {
+			cuts, prev = append(cuts, i), append(prev, pa)
+			last = i
+		}
+		pa, pr = i, r
+	}
+	return cuts, prev
+}
+
+// tokenizePieces is Tokenize of a long text in pieces (tokenizePiece).
+func (m *Model) tokenizePieces(text string, addSpecial, parseSpecial bool) ([]Token, error) {
+	tc := m.tokenCuts()
+	cuts, prev := tc.pieceCuts(text, tokenizePiece)
+	if len(cuts) == 0 {
+		return m.tokenize(text, addSpecial, parseSpecial)
+	}
+	out, err := m.tokenize(text[:cuts[0]], addSpecial, parseSpecial)
+	if err != nil {
+		return nil, err
+	}
+	eos := addSpecial && tc.addEOS // the first piece ends with the EOS that belongs after the last
+	if eos {
+		if len(out) == 0 || out[len(out)-1] != Token(C.llama_vocab_eos(m.vocab)) {
+			return m.tokenize(text, addSpecial, parseSpecial)
+		}
+		out = out[:len(out)-1]
+	}
+	for i, c := range cuts {
+		end := len(text)
+		if i+1 < len(cuts) {
+			end = cuts[i+1]
+		}
+		lead, err := m.tokenize(text[prev[i]:c], false, parseSpecial)
+		if err != nil {
+			return nil, err
+		}
+		toks, err := m.tokenize(text[prev[i]:end], false, parseSpecial)
+		if err != nil {
+			return nil, err
+		}
+		if len(toks) < len(lead) || !slices.Equal(toks[:len(lead)], lead) {
+			// Not expected (the cut is between characters no token
+			// joins); the whole text is still tokenized right.
+			slog.Warn("tokenize: a piece did not start as its leading character does; tokenizing the text whole", "offset", c)
+			return m.tokenize(text, addSpecial, parseSpecial)
+		}
+		out = append(out, toks[len(lead):]...)
+	}
+	if eos {
+		out = append(out, Token(C.llama_vocab_eos(m.vocab)))
+	}
+	return out, nil
+}

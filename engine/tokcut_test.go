@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"math/rand"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+)
+
+// Tokenized in pieces, a long text gives the tokens it gives whole, on
+// SentencePiece vocabularies (a 512-token one, LLaMA 2's 32,000 and one
+// that adds an EOS), with
+// and without BOS and special-token parsing, for texts that mix words,
+// spaces, newlines, characters the vocabularies lack, special tokens'
+// texts and long runs; the texts are really cut.
+func TestTokenizePieces(t *testing.T) {
+	defer func(n int) { tokenizePiece = n }(tokenizePiece)
+	tokenizePiece = 48
+	parts := []string{"Once", " upon", " a", " time", " ", "  ", "\n", "\n\n", "é", "中文", "🦊", "\t", ".", "<s>", "</s>", "<unk>",
+		"▁", "ab", "aaaa", "...", "'", "1234", "\u00a0", "x"}
+	rng := rand.New(rand.NewSource(1))
+	var texts []string
+	for range 40 {
+		var b strings.Builder
+		for b.Len() < 200+rng.Intn(600) {
+			p := parts[rng.Intn(len(parts))]
+			b.WriteString(strings.Repeat(p, 1+rng.Intn(3)*rng.Intn(8)))
+		}
+		texts = append(texts, b.String())
+	}
+	texts = append(texts, strings.Repeat("é", 4000), strings.Repeat("\n", 4000), strings.Repeat("a", 3000),
+		strings.Repeat("Once upon a time there was a little girl. ", 40), strings.Repeat(" é\n", 1000))
+	// The generated reranker's vocabulary adds an EOS after the text.
+	reranker := filepath.Join(t.TempDir(), "reranker.gguf")
+	if err := testmodels.WriteReranker(reranker); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{testmodels.Testdata("stories260K.gguf"), testmodels.Testdata("llama-2-tiny-random.gguf"), reranker} {
+		m, err := LoadModel(file, ModelParams{VocabOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut := 0
+		for i, text := range texts {
+			if c, _ := m.tokenCuts().pieceCuts(text, tokenizePiece); len(c) > 0 {
+				cut++
+			}
+			for _, flags := range [][2]bool{{true, false}, {false, false}, {true, true}, {false, true}} {
+				got, err := m.Tokenize(text, flags[0], flags[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := m.tokenize(text, flags[0], flags[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					k := 0
+					for k < min(len(got), len(want)) && got[k] == want[k] {
+						k++
+					}
+					t.Fatalf("%s, text %d (%d bytes), add/parse special %v: %d tokens in pieces, %d whole, first difference at %d", file, i, len(text), flags, len(got), len(want), k)
+				}
+			}
+		}
+		if cut < len(texts)/2 {
+			t.Errorf("%s: only %d of %d texts were cut", file, cut, len(texts))
+		}
+		if file == reranker && !m.tokenCuts().addEOS {
+			t.Error("the reranker's vocabulary adds no EOS: the case is not tested")
+		}
+		m.Close()
+	}
+}
+
+// The worst text (a megabyte of a character the vocabulary has no token
+// for, each costing llama.cpp a copy of its whole output when tokenized
+// whole) is tokenized, in pieces, as its short version is: one token
+// per newline after what starts the text.
+func TestTokenizeWorstText(t *testing.T) {
+	m, err := LoadModel(testmodels.Testdata("llama-2-tiny-random.gguf"), ModelParams{VocabOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	text := strings.Repeat("\n", 1<<20)
+	if c, _ := m.tokenCuts().pieceCuts(text, tokenizePiece); len(c) < 32 {
+		t.Fatalf("%d cuts in a megabyte of newlines", len(c))
+	}
+	short, err := m.tokenize("\n\n\n", true, true) // BOS, the leading space, 3 newlines
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead := len(short) - 3
+	toks, err := m.Tokenize(text, true, true)
+	if err != nil || len(toks) != lead+len(text) || !slices.Equal(toks[:lead], short[:lead]) {
+		t.Fatalf("%d tokens (%v), want %d", len(toks), err, lead+len(text))
+	}
+	for _, tk := range toks[lead:] {
+		if tk != short[lead] {
+			t.Fatal("a newline tokenized otherwise")
+		}
+	}
+}
+
+// go test -run - -bench Tokenize ./engine: 128 KiB of newlines and of
+// prose on LLaMA 2's vocabulary, in pieces and whole.
+func BenchmarkTokenize(b *testing.B) {
+	m, err := LoadModel(testmodels.Testdata("llama-2-tiny-random.gguf"), ModelParams{VocabOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	for _, c := range []struct{ name, text string }{
+		{"newlines", strings.Repeat("\n", 128<<10)},
+		{"prose", strings.Repeat("Once upon a time there was a little girl. ", (128<<10)/43)},
+	} {
+		b.Run(c.name+"/pieces", func(b *testing.B) {
+			for b.Loop() {
+				m.Tokenize(c.text, true, true)
+			}
+		})
+		b.Run(c.name+"/whole", func(b *testing.B) {
+			for b.Loop() {
+				m.tokenize(c.text, true, true)
+			}
+		})
+	}
+}
