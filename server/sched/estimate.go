@@ -31,15 +31,28 @@ type Estimate struct {
 	// (activations, no logits). Zero until AddEmbedding.
 	EmbedKVBytesPerLayer uint64
 	EmbedComputeBytes    uint64
+	// DraftLayerBytes are a draft model's blocks (weights and KV) by the
+	// model's block they are offloaded with (the draft loads with the
+	// model's GPU layer count: its block i goes where block i does, its
+	// blocks past the model's with the last); DraftOutputBytes its output
+	// layer, DraftComputeBytes its compute buffer, DraftInputBytes its
+	// embeddings (on the CPU). Zero until AddDraft.
+	DraftLayerBytes                                      []uint64
+	DraftOutputBytes, DraftComputeBytes, DraftInputBytes uint64
+	draftKVPerToken                                      uint64 // all its layers' K and V elements per token
 
 	kvPerToken  uint64 // one layer's K and V elements per token
 	actPerToken uint64 // activation bytes per token of a micro-batch
 }
 
-// WeightBytes is the size of all weights.
+// WeightBytes is the size of all weights (with a draft model's, and its
+// KV cache, which goes with its blocks).
 func (e Estimate) WeightBytes() uint64 {
-	n := e.OutputBytes + e.InputBytes
+	n := e.OutputBytes + e.InputBytes + e.DraftOutputBytes + e.DraftInputBytes
 	for _, b := range e.LayerBytes {
+		n += b
+	}
+	for _, b := range e.DraftLayerBytes {
 		n += b
 	}
 	return n
@@ -52,7 +65,7 @@ func (e Estimate) KVBytes() uint64 {
 
 // Total is everything the instance needs.
 func (e Estimate) Total() uint64 {
-	return e.WeightBytes() + e.KVBytes() + e.ComputeBytes + e.EmbedComputeBytes
+	return e.WeightBytes() + e.KVBytes() + e.ComputeBytes + e.EmbedComputeBytes + e.DraftComputeBytes
 }
 
 // GPUBytes is what offloading n layers (n > Layers includes the output
@@ -64,11 +77,53 @@ func (e Estimate) GPUBytes(n int) uint64 {
 	var b uint64
 	for i := 0; i < n && i < e.Layers; i++ {
 		b += e.LayerBytes[i] + e.KVBytesPerLayer + e.EmbedKVBytesPerLayer
+		if i < len(e.DraftLayerBytes) {
+			b += e.DraftLayerBytes[i]
+		}
 	}
 	if n > e.Layers {
-		b += e.OutputBytes
+		b += e.OutputBytes + e.DraftOutputBytes
 	}
-	return b + e.ComputeBytes + e.EmbedComputeBytes
+	return b + e.ComputeBytes + e.EmbedComputeBytes + e.DraftComputeBytes
+}
+
+// addDraft is AddDraft of the draft model's file at path.
+func addDraft(e *Estimate, path string, ctxTokens int, kvType string, nBatch int) error {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return fmt.Errorf("draft model: %w", err)
+	}
+	return e.AddDraft(f, ctxTokens, kvType, nBatch)
+}
+
+// AddDraft adds a draft model (f) loaded beside the model, with the
+// runner's draft context: ctxTokens tokens of kvType KV (every slot's
+// window, as the model's) and micro-batches of nBatch tokens
+// (runner.Config.Draft). Sizes that wrap around are refused like
+// EstimateMemory's.
+func (e *Estimate) AddDraft(f *gguf.File, ctxTokens int, kvType string, nBatch int) error {
+	d, err := EstimateMemory(f, ctxTokens, kvType, nBatch)
+	if err != nil {
+		return fmt.Errorf("draft model: %w", err)
+	}
+	if e.Layers == 0 {
+		return fmt.Errorf("draft model: the model has no blocks to offload it with")
+	}
+	var c sizeCalc
+	layers := make([]uint64, e.Layers)
+	for i, b := range d.LayerBytes {
+		j := min(i, e.Layers-1)
+		layers[j] = c.add(layers[j], c.add(b, d.KVBytesPerLayer))
+	}
+	c.add(e.Total(), d.Total()) // the most Total and GPUBytes add up to
+	perToken := c.mul(d.kvPerToken, uint64(d.Layers))
+	if c.overflow {
+		return fmt.Errorf("memory estimate overflows (draft model, context of %d tokens)", ctxTokens)
+	}
+	e.DraftLayerBytes = layers
+	e.DraftOutputBytes, e.DraftComputeBytes, e.DraftInputBytes = d.OutputBytes, d.ComputeBytes, d.InputBytes
+	e.draftKVPerToken = perToken
+	return nil
 }
 
 // AddEmbedding adds the embedding context of an instance whose slots hold

@@ -262,6 +262,9 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 			if err == nil && key.Projector != "" {
 				err = e.AddProjector(key.Projector)
 			}
+			if err == nil && key.Draft != "" {
+				err = addDraft(&e, key.Draft, slots, s.cfg.KVType, batchSize(key))
+			}
 			if err != nil {
 				return nil, 0, fmt.Errorf("load %s: %w", key.Path, err)
 			}

@@ -226,8 +226,8 @@ func (z Sizing) SlotsFor(c int) int {
 // sizeKey is what a sizing is cached under: the model file's version and
 // the load options that change its memory.
 type sizeKey struct {
-	Path, Version, Projector string
-	NumBatch, NumGPU         int
+	Path, Version, Projector, Draft string
+	NumBatch, NumGPU                int
 }
 
 // sizingFor returns the sizing of key's model, deciding it on first use.
@@ -236,7 +236,7 @@ func (s *Scheduler) sizingFor(key Key, def, maxCtx int) (Sizing, error) {
 	if !s.cfg.AutoSlots && !s.cfg.AutoCtx {
 		return Sizing{Mode: "flags", Slots: s.cfg.Parallel, Context: def, Reason: "--parallel and --context-length"}, nil
 	}
-	sk := sizeKey{Path: key.Path, Version: key.Version, Projector: key.Projector, NumBatch: batchSize(key), NumGPU: key.NumGPU}
+	sk := sizeKey{Path: key.Path, Version: key.Version, Projector: key.Projector, Draft: key.Draft, NumBatch: batchSize(key), NumGPU: key.NumGPU}
 	if v, ok := s.sizes.Load(sk); ok {
 		return v.(Sizing), nil
 	}
@@ -248,6 +248,9 @@ func (s *Scheduler) sizingFor(key Key, def, maxCtx int) (Sizing, error) {
 	e0, err := EstimateMemory(f, 0, s.cfg.KVType, batchSize(key))
 	if err == nil && key.Projector != "" {
 		err = e0.AddProjector(key.Projector)
+	}
+	if err == nil && key.Draft != "" {
+		err = addDraft(&e0, key.Draft, 0, s.cfg.KVType, batchSize(key))
 	}
 	if err != nil {
 		return Sizing{}, fmt.Errorf("load %s: %w", key.Path, err)
@@ -286,7 +289,9 @@ func perToken(e Estimate, kvType string) (sizingInput, error) {
 	var m sizeCalc
 	layers := uint64(e.Layers)
 	// Bytes per block of 32 elements, rounded up to whole bytes per token.
-	kv := m.mul(m.mul(e.kvPerToken, uint64(per*32)), layers)
+	// With a draft model (Estimate.AddDraft), its KV grows with the slots
+	// and context too.
+	kv := m.mul(m.add(m.mul(e.kvPerToken, layers), e.draftKVPerToken), uint64(per*32))
 	in := sizingInput{kvPerToken: m.add(kv, 31) / 32}
 	// The embedding context: one slot's context of f16 KV and a
 	// micro-batch of that many tokens (Estimate.AddEmbedding).
