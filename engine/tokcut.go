@@ -6,6 +6,8 @@ import "C"
 import (
 	"log/slog"
 	"slices"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -28,12 +30,14 @@ import (
 // tokenized with the character before the cut in front (so that the
 // space llama.cpp puts before a text's first word lands on it), whose own
 // tokens are then dropped: the result is the whole text's, token for
-// token (tested against it). Other vocabularies are tokenized whole.
+// token (tested against it). Byte-level BPE vocabularies are cut between
+// words (bpeCuts); other vocabularies are tokenized whole.
 var tokenizePiece = 4 << 10
 
 // tokenCuts is what a vocabulary says about where a text may be cut.
 type tokenCuts struct {
-	spm bool // only SentencePiece vocabularies are cut
+	spm bool // SentencePiece: cut where no merge can cross
+	bpe bool // byte-level BPE: cut between words (bpeCuts)
 	// pairs holds every two characters that stand side by side in a
 	// token's text (a space as SentencePiece's U+2581), sorted: a cut
 	// between them could split a merge.
@@ -46,6 +50,22 @@ type tokenCuts struct {
 	// RSTRIP): no cut inside whitespace.
 	strip  bool
 	addEOS bool
+	// specials are the special tokens' texts: a forced cut (bpeCuts)
+	// is never inside one.
+	specials []string
+}
+
+// insideSpecial reports whether a special token's text in text spans
+// the byte offset i (starts before it and ends after it).
+func (tc *tokenCuts) insideSpecial(text string, i int) bool {
+	for _, s := range tc.specials {
+		lo := max(i-len(s)+1, 0)
+		hi := min(i+len(s)-1, len(text))
+		if lo < hi && strings.Contains(text[lo:hi], s) {
+			return true
+		}
+	}
+	return false
 }
 
 const spmSpace = '\u2581' // SentencePiece's escaped space
@@ -65,10 +85,14 @@ func (m *Model) tokenCuts() *tokenCuts {
 	m.cutsOnce.Do(func() {
 		tc := &tokenCuts{first: map[rune]bool{}, last: map[rune]bool{}}
 		m.cuts = tc
-		if C.llama_vocab_type(m.vocab) != C.LLAMA_VOCAB_TYPE_SPM {
+		switch C.llama_vocab_type(m.vocab) {
+		case C.LLAMA_VOCAB_TYPE_SPM:
+			tc.spm = true
+		case C.LLAMA_VOCAB_TYPE_BPE:
+			tc.bpe = true
+		default:
 			return
 		}
-		tc.spm = true
 		tc.addEOS = bool(C.llama_vocab_get_add_eos(m.vocab))
 		special := C.enum_llama_token_attr(C.LLAMA_TOKEN_ATTR_CONTROL | C.LLAMA_TOKEN_ATTR_USER_DEFINED | C.LLAMA_TOKEN_ATTR_UNKNOWN)
 		strip := C.enum_llama_token_attr(C.LLAMA_TOKEN_ATTR_LSTRIP | C.LLAMA_TOKEN_ATTR_RSTRIP)
@@ -76,6 +100,7 @@ func (m *Model) tokenCuts() *tokenCuts {
 			text := C.GoString(C.llama_vocab_get_text(m.vocab, C.llama_token(id)))
 			attr := C.llama_vocab_get_attr(m.vocab, C.llama_token(id))
 			if attr&special != 0 && text != "" {
+				tc.specials = append(tc.specials, text)
 				f, _ := utf8.DecodeRuneInString(text)
 				l, _ := utf8.DecodeLastRuneInString(text)
 				tc.first[f], tc.last[l] = true, true
@@ -83,7 +108,7 @@ func (m *Model) tokenCuts() *tokenCuts {
 					tc.strip = true
 				}
 			}
-			if !utf8.ValidString(text) {
+			if !tc.spm || !utf8.ValidString(text) {
 				continue // no merge of whole characters spells it
 			}
 			prev := rune(-1)
@@ -102,16 +127,23 @@ func (m *Model) tokenCuts() *tokenCuts {
 	return m.cuts
 }
 
-// canCut reports whether a text may be cut between characters a and b.
+// canCut reports whether a SentencePiece text may be cut between
+// characters a and b.
 func (tc *tokenCuts) canCut(a, b rune) bool {
-	if tc.last[a] || tc.first[b] {
-		return false
-	}
-	if tc.strip && (isSpace(a) || isSpace(b)) {
+	if !tc.besideSpecial(a, b) {
 		return false
 	}
 	_, found := slices.BinarySearch(tc.pairs, pairKey(spmRune(a), spmRune(b)))
 	return !found
+}
+
+// besideSpecial reports whether a cut between a and b keeps clear of the
+// special tokens' texts (and of whitespace they strip).
+func (tc *tokenCuts) besideSpecial(a, b rune) bool {
+	if tc.last[a] || tc.first[b] {
+		return false
+	}
+	return !tc.strip || !isSpace(a) && !isSpace(b)
 }
 
 // isSpace is C's isspace, which llama.cpp strips with.
@@ -123,6 +155,9 @@ func isSpace(r rune) bool {
 // that starts a piece, the previous character at prev[i]), about every
 // size bytes; none when the vocabulary is not cut.
 func (tc *tokenCuts) pieceCuts(text string, size int) (cuts, prev []int) {
+	if tc.bpe {
+		return tc.bpeCuts(text, size)
+	}
 	if !tc.spm || !utf8.ValidString(text) {
 		return nil, nil
 	}
@@ -134,6 +169,41 @@ func (tc *tokenCuts) pieceCuts(text string, size int) (cuts, prev []int) {
 			last = i
 		}
 		pa, pr = i, r
+	}
+	return cuts, prev
+}
+
+// bpeCuts is where a text is cut for a byte-level BPE vocabulary.
+// llama.cpp splits such a text into words with its pre-tokenizer's
+// regular expression first, and for most pre-tokenizers (Qwen 2 and 3,
+// DeepSeek, Tekken, GPT-4o: those without a hand-written matcher) with
+// std::regex, which recurses once per character of a match: 28 KiB of
+// newlines or 32 KiB of one letter overflowed an 8 MiB thread stack and
+// took the process down (SIGSEGV). A piece starts at a space between two
+// letters, about every size bytes: a word boundary for every
+// pre-tokenizer llama.cpp has (the space begins the next word, " bar"),
+// so the pieces' tokens are the whole text's (tested), after at least
+// size/2 bytes. A stretch of size bytes without one (a run of one
+// character, base64, minified code) is cut where it reaches that length,
+// beside and inside no special token's text: its tokens there may differ from what
+// llama.cpp would make of it whole, had it not crashed, and no match is
+// longer than size characters (about 1.2 MiB of stack).
+func (tc *tokenCuts) bpeCuts(text string, size int) (cuts, prev []int) {
+	last := 0
+	pr := rune(-1)
+	for i, r := range text {
+		if pr >= 0 {
+			word := false
+			if i-last >= size/2 && r == ' ' && unicode.IsLetter(pr) {
+				next, _ := utf8.DecodeRuneInString(text[i+1:])
+				word = unicode.IsLetter(next) && !tc.last[pr]
+			}
+			if word || i-last >= size && tc.besideSpecial(pr, r) && !tc.insideSpecial(text, i) {
+				cuts, prev = append(cuts, i), append(prev, i)
+				last = i
+			}
+		}
+		pr = r
 	}
 	return cuts, prev
 }

@@ -130,3 +130,120 @@ func BenchmarkTokenize(b *testing.B) {
 		})
 	}
 }
+
+// bpePreTokenizers are llama.cpp pre-tokenizers of byte-level BPE
+// vocabularies: with a hand-written matcher (gpt-2, llama-bpe, ...) and
+// with std::regex (qwen2, deepseek-llm, tekken, gpt-4o), whose recursion
+// once overflowed the stack on a long run of one character.
+var bpePreTokenizers = []string{"gpt-2", "llama-bpe", "qwen2", "deepseek-llm", "deepseek-coder", "tekken", "gpt-4o", "falcon", "starcoder", "command-r", "smollm", "default"}
+
+func loadBPE(t *testing.T, pre string) *Model {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), pre+".gguf")
+	if err := testmodels.WriteBPE(path, pre); err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModel(path, ModelParams{VocabOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+// Prose tokenized in pieces on a BPE vocabulary gives the whole text's
+// tokens: every cut is at a space between two letters, a word boundary
+// for each pre-tokenizer.
+func TestTokenizePiecesBPE(t *testing.T) {
+	defer func(n int) { tokenizePiece = n }(tokenizePiece)
+	tokenizePiece = 256
+	words := []string{"the", "cat", "sat", "on", "a", "mat", "don't", "we'll", "café", "naïve", "中文", "Ünïcode", "x"}
+	seps := []string{" ", " ", " ", " ", " ", " ", " ", " ", ", ", ". ", "\n", "  ", " 123 ", " 🦊 ", "\t", "! ", " " + testmodels.BPEEndOfText + " "}
+	rng := rand.New(rand.NewSource(2))
+	var texts []string
+	for range 30 {
+		var b strings.Builder
+		for b.Len() < 300+rng.Intn(900) {
+			b.WriteString(words[rng.Intn(len(words))])
+			b.WriteString(seps[rng.Intn(len(seps))])
+		}
+		texts = append(texts, b.String())
+	}
+	for _, pre := range bpePreTokenizers {
+		m := loadBPE(t, pre)
+		if !m.tokenCuts().bpe {
+			t.Fatalf("%s: not a BPE vocabulary", pre)
+		}
+		for i, text := range texts {
+			cuts, _ := m.tokenCuts().pieceCuts(text, tokenizePiece)
+			if len(cuts) == 0 {
+				t.Fatalf("%s: text %d was not cut", pre, i)
+			}
+			for _, c := range cuts {
+				if text[c] != ' ' {
+					t.Fatalf("%s: text %d cut at %q, not at a space between words", pre, i, text[max(c-5, 0):min(c+5, len(text))])
+				}
+			}
+			for _, flags := range [][2]bool{{true, false}, {false, true}} {
+				got, err := m.Tokenize(text, flags[0], flags[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := m.tokenize(text, flags[0], flags[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: text %d, add/parse special %v: %d tokens in pieces, %d whole", pre, i, flags, len(got), len(want))
+				}
+			}
+		}
+	}
+}
+
+func countToken(toks []Token, m *Model, text string) int {
+	n := 0
+	for _, tk := range toks {
+		if string(m.TokenPiece(tk, true)) == text {
+			n++
+		}
+	}
+	return n
+}
+
+// Long runs of one character (which overflowed the stack in llama.cpp's
+// std::regex pre-tokenizers: 28 KiB of newlines, 32 KiB of one letter)
+// are tokenized (96 KiB each) and cover the whole text; a forced cut in
+// text without words splits no special token.
+func TestTokenizeRunsBPE(t *testing.T) {
+	for _, pre := range bpePreTokenizers {
+		m := loadBPE(t, pre)
+		for _, c := range []string{"a", "\n", " ", "é"} {
+			text := strings.Repeat(c, 96<<10/len(c))
+			toks, err := m.Tokenize(text, false, true)
+			if err != nil {
+				t.Fatalf("%s, %q: %v", pre, c, err)
+			}
+			if pre != "qwen2" {
+				continue
+			}
+			var n int
+			for _, tk := range toks {
+				n += len(m.TokenPiece(tk, false))
+			}
+			if n != len(text) {
+				t.Fatalf("%s, %q: the tokens spell %d bytes of %d", pre, c, n, len(text))
+			}
+		}
+		// A run of text that is not words, with special tokens in it: no
+		// cut splits one.
+		run := strings.Repeat(strings.Repeat("=", 1000)+testmodels.BPEEndOfText, 100)
+		toks, err := m.Tokenize(run, false, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(run, testmodels.BPEEndOfText); slices.Index(toks, toks[0]) < 0 || countToken(toks, m, testmodels.BPEEndOfText) != n {
+			t.Fatalf("%s: %d special tokens kept of %d", pre, countToken(toks, m, testmodels.BPEEndOfText), n)
+		}
+	}
+}
