@@ -243,6 +243,77 @@ func (p *Projector) Tokenize(text string, media []*Media, addSpecial, parseSpeci
 	if n := strings.Count(text, Marker()); n != len(media) {
 		return nil, fmt.Errorf("tokenize: the text has %d media markers for %d media items", n, len(media))
 	}
+	for _, part := range strings.Split(text, Marker()) {
+		if len(part) > longText {
+			return p.tokenizeParts(text, media, addSpecial, parseSpecial)
+		}
+	}
+	return p.tokenize(text, media, addSpecial, parseSpecial)
+}
+
+// longText is the text part past which Tokenize tokenizes the parts
+// itself, with the model's Tokenize: mtmd hands each part to
+// llama_tokenize whole, and llama.cpp's tokenizers cost quadratic time
+// on some long texts and overflow the stack on others (engine.Tokenize
+// cuts them into pieces; see engine/tokcut.go).
+const longText = 4 << 10
+
+// tokenizeParts is Tokenize as mtmd does it (each text part tokenized
+// alone, without BOS or EOS; each media item with its begin and end
+// text; BOS before the first chunk and EOS after the last when
+// addSpecial and the vocabulary asks; text tokens side by side in one
+// chunk), with the text parts tokenized by the model's Tokenize.
+func (p *Projector) tokenizeParts(text string, media []*Media, addSpecial, parseSpecial bool) ([]Chunk, error) {
+	var out []Chunk
+	addText := func(toks []engine.Token) {
+		if len(toks) == 0 {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].Media == nil {
+			out[n-1].Text = append(out[n-1].Text, toks...)
+			return
+		}
+		out = append(out, Chunk{Text: append([]engine.Token(nil), toks...)})
+	}
+	for i, part := range strings.Split(text, Marker()) {
+		toks, err := p.model.Tokenize(part, false, parseSpecial)
+		if err != nil {
+			CloseChunks(out)
+			return nil, err
+		}
+		addText(toks)
+		if i == len(media) {
+			break
+		}
+		one, err := p.tokenize(Marker(), media[i:i+1], false, parseSpecial)
+		if err != nil {
+			CloseChunks(out)
+			return nil, err
+		}
+		for _, c := range one {
+			if c.Media != nil {
+				out = append(out, c)
+			} else {
+				addText(c.Text)
+			}
+		}
+	}
+	if addSpecial && p.model.AddBOS() {
+		bos := p.model.BOS()
+		if len(out) > 0 && out[0].Media == nil {
+			out[0].Text = append([]engine.Token{bos}, out[0].Text...)
+		} else {
+			out = append([]Chunk{{Text: []engine.Token{bos}}}, out...)
+		}
+	}
+	if addSpecial && p.model.AddEOS() {
+		addText([]engine.Token{p.model.EOS()})
+	}
+	return out, nil
+}
+
+// tokenize is one mtmd_tokenize call.
+func (p *Projector) tokenize(text string, media []*Media, addSpecial, parseSpecial bool) ([]Chunk, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.c == nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -708,5 +709,50 @@ func TestConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// A prompt with a long text part is tokenized part by part (the model's
+// Tokenize, which cuts long texts into pieces) into the chunks one
+// mtmd_tokenize call makes of it: the same text tokens, BOS and media
+// chunks in the same places, with markers first, last and side by side.
+// A megabyte of newlines beside an image is tokenized.
+func TestTokenizeLongParts(t *testing.T) {
+	_, p := load(t)
+	a, b := image(t, 40, 24, 1), image(t, 8, 8, 2)
+	M := mtmd.Marker()
+	long := strings.Repeat("Once upon a time there was a little girl. \n", 200)
+	for i, text := range []string{
+		long + M + " and tell",
+		"look at " + M + long + M + long,
+		M + long + M,
+		long + M + M + "<|im_end|>" + long,
+	} {
+		media := []*mtmd.Media{a, b}[:strings.Count(text, M)]
+		for _, special := range []bool{true, false} {
+			got, err := p.TokenizeParts(text, media, special, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := p.TokenizeWhole(text, media, special, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("text %d: %d chunks by parts, %d whole", i, len(got), len(want))
+			}
+			for j := range got {
+				g, w := got[j], want[j]
+				if (g.Media == nil) != (w.Media == nil) || g.Media != nil && (g.Media.NTokens != w.Media.NTokens || g.Media.Hash != w.Media.Hash) || !slices.Equal(g.Text, w.Text) {
+					t.Fatalf("text %d, chunk %d differs (add special %v)", i, j, special)
+				}
+			}
+			mtmd.CloseChunks(got)
+			mtmd.CloseChunks(want)
+		}
+	}
+	chunks := tokenize(t, p, strings.Repeat("\n", 1<<20)+M, a)
+	if len(chunks) != 2 || chunks[1].Media == nil || len(chunks[0].Text) < 1<<20 {
+		t.Fatalf("a megabyte of newlines and an image: %d chunks", len(chunks))
 	}
 }
