@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math/rand"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,27 @@ import (
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
+
+// samePieces checks that text tokenizes in pieces (Tokenize) as it does
+// whole, with BOS and special-token parsing as flags say.
+func samePieces(t *testing.T, m *Model, what, text string, flags [2]bool) {
+	t.Helper()
+	got, err := m.Tokenize(text, flags[0], flags[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := m.tokenize(text, flags[0], flags[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		k := 0
+		for k < min(len(got), len(want)) && got[k] == want[k] {
+			k++
+		}
+		t.Fatalf("%s (%d bytes), add/parse special %v: %d tokens in pieces, %d whole, first difference at %d", what, len(text), flags, len(got), len(want), k)
+	}
+}
 
 // Tokenized in pieces, a long text gives the tokens it gives whole, on
 // SentencePiece vocabularies (a 512-token one, LLaMA 2's 32,000 and one
@@ -49,21 +71,7 @@ func TestTokenizePieces(t *testing.T) {
 				cut++
 			}
 			for _, flags := range [][2]bool{{true, false}, {false, false}, {true, true}, {false, true}} {
-				got, err := m.Tokenize(text, flags[0], flags[1])
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := m.tokenize(text, flags[0], flags[1])
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !slices.Equal(got, want) {
-					k := 0
-					for k < min(len(got), len(want)) && got[k] == want[k] {
-						k++
-					}
-					t.Fatalf("%s, text %d (%d bytes), add/parse special %v: %d tokens in pieces, %d whole, first difference at %d", file, i, len(text), flags, len(got), len(want), k)
-				}
+				samePieces(t, m, fmt.Sprintf("%s, text %d", file, i), text, flags)
 			}
 		}
 		if cut < len(texts)/2 {
@@ -185,17 +193,7 @@ func TestTokenizePiecesBPE(t *testing.T) {
 				}
 			}
 			for _, flags := range [][2]bool{{true, false}, {false, true}} {
-				got, err := m.Tokenize(text, flags[0], flags[1])
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := m.tokenize(text, flags[0], flags[1])
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !slices.Equal(got, want) {
-					t.Fatalf("%s: text %d, add/parse special %v: %d tokens in pieces, %d whole", pre, i, flags, len(got), len(want))
-				}
+				samePieces(t, m, fmt.Sprintf("%s, text %d", pre, i), text, flags)
 			}
 		}
 	}
