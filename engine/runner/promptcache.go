@@ -263,12 +263,12 @@ func (c *PromptCache) save(key string, ctx *engine.Context, seq int, tokens []en
 //
 // e supersedes an entry that it holds all of but fewer than
 // MinCachedPrompt tokens at the end (and at least that many at the
-// start): the entry a conversation's turn was
-// restored from, whose answer the client did not send back token for
-// token (or at all). Keeping both would cost a whole state for a short
-// tail, and the RAM tier would grow by a state per turn; dropping it
-// costs at most that tail's prefill, and its buffer takes the next save
-// without fresh pages.
+// start): the entry a conversation's turn was restored from, whose
+// answer the client did not send back token for token (or at all).
+// Keeping both would cost a whole state for a short tail, and the RAM
+// tier would grow by a state per turn; dropping it costs at most that
+// tail's prefill, and its buffer takes the next save without fresh
+// pages.
 func (c *PromptCache) put(e *cacheEntry, locked bool) {
 	if !locked {
 		c.mu.Lock()
