@@ -50,9 +50,10 @@ type tokenCuts struct {
 	// RSTRIP): no cut inside whitespace.
 	strip  bool
 	addEOS bool
-	// specials are the special tokens' texts: a forced cut (bpeCuts)
-	// is never inside one.
-	specials []string
+	// specials are the special tokens' texts: a BPE cut is never inside
+	// one; lstrip and rstrip those that swallow the whitespace after or
+	// before them.
+	specials, lstrip, rstrip []string
 }
 
 // insideSpecial reports whether a special token's text in text spans
@@ -106,6 +107,12 @@ func (m *Model) tokenCuts() *tokenCuts {
 				tc.first[f], tc.last[l] = true, true
 				if attr&strip != 0 {
 					tc.strip = true
+				}
+				if attr&C.LLAMA_TOKEN_ATTR_LSTRIP != 0 {
+					tc.lstrip = append(tc.lstrip, text)
+				}
+				if attr&C.LLAMA_TOKEN_ATTR_RSTRIP != 0 {
+					tc.rstrip = append(tc.rstrip, text)
 				}
 			}
 			if !tc.spm || !utf8.ValidString(text) {
@@ -180,25 +187,26 @@ func (tc *tokenCuts) pieceCuts(text string, size int) (cuts, prev []int) {
 // std::regex, which recurses once per character of a match: 28 KiB of
 // newlines or 32 KiB of one letter overflowed an 8 MiB thread stack and
 // took the process down (SIGSEGV). A piece starts at a space between two
-// letters, about every size bytes: a word boundary for every
-// pre-tokenizer llama.cpp has (the space begins the next word, " bar"),
-// so the pieces' tokens are the whole text's (tested), after at least
-// size/2 bytes. A stretch of size bytes without one (a run of one
-// character, base64, minified code) is cut where it reaches that length,
-// beside and inside no special token's text: its tokens there may differ from what
-// llama.cpp would make of it whole, had it not crashed, and no match is
-// longer than size characters (about 1.2 MiB of stack).
+// letters, at least size/2 bytes after the last cut: a word boundary for
+// every pre-tokenizer llama.cpp has (the space begins the next word,
+// " bar"), so the pieces' tokens are the whole text's (tested). A
+// stretch of size bytes without one (a run of one character, base64,
+// minified code) is cut where it reaches that length: its tokens there
+// may differ from what llama.cpp would make of it whole, had it not
+// crashed, and no match is longer than size characters (about 1.2 MiB of
+// stack). Either cut is made only where bpeCanCut allows.
 func (tc *tokenCuts) bpeCuts(text string, size int) (cuts, prev []int) {
 	last := 0
 	pr := rune(-1)
+	var ws [2]int
 	for i, r := range text {
 		if pr >= 0 {
 			word := false
 			if i-last >= size/2 && r == ' ' && unicode.IsLetter(pr) {
 				next, _ := utf8.DecodeRuneInString(text[i+1:])
-				word = unicode.IsLetter(next) && !tc.last[pr]
+				word = unicode.IsLetter(next)
 			}
-			if word || i-last >= size && tc.besideSpecial(pr, r) && !tc.insideSpecial(text, i) {
+			if (word || i-last >= size) && tc.bpeCanCut(text, i, &ws) {
 				cuts, prev = append(cuts, i), append(prev, i)
 				last = i
 			}
@@ -206,6 +214,52 @@ func (tc *tokenCuts) bpeCuts(text string, size int) (cuts, prev []int) {
 		pr = r
 	}
 	return cuts, prev
+}
+
+// bpeCanCut reports whether a BPE text may be cut at byte offset i: not
+// inside a special token's text, nor in whitespace that a special token
+// beside it strips (the piece without the token would keep it), unless
+// the whitespace is longer than a piece. Beside a special token is fine:
+// llama.cpp finds it whole in its piece.
+func (tc *tokenCuts) bpeCanCut(text string, i int, ws *[2]int) bool {
+	if tc.insideSpecial(text, i) {
+		return false
+	}
+	if len(tc.lstrip) == 0 && len(tc.rstrip) == 0 {
+		return true
+	}
+	// The whitespace around the cut (C isspace: ASCII), found once per
+	// run (ws).
+	start, end := ws[0], ws[1]
+	if i < start || i > end || start == end {
+		start, end = i, i
+		for start > 0 && isSpace(rune(text[start-1])) {
+			start--
+		}
+		for end < len(text) && isSpace(rune(text[end])) {
+			end++
+		}
+		*ws = [2]int{start, end}
+	}
+	if start == end || end-start > tokenizePiece {
+		// No whitespace, or a run too long to keep whole (it is a long
+		// regex match): cut it even where a token would strip it.
+		return true
+	}
+	// Whitespace a token strips must stay in the token's piece: all of
+	// it before the cut after an RSTRIP token, after it before an LSTRIP
+	// one.
+	for _, s := range tc.rstrip {
+		if i < end && strings.HasSuffix(text[:start], s) {
+			return false
+		}
+	}
+	for _, s := range tc.lstrip {
+		if i > start && strings.HasPrefix(text[end:], s) {
+			return false
+		}
+	}
+	return true
 }
 
 // tokenizePieces is Tokenize of a long text in pieces (tokenizePiece).

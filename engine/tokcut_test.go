@@ -245,3 +245,35 @@ func TestTokenizeRunsBPE(t *testing.T) {
 		}
 	}
 }
+
+// A BPE cut is never inside a special token's text, nor where it would
+// part a stripping special token from whitespace it swallows; beside a
+// special token, or in whitespace no such token touches, it is.
+func TestBPECanCut(t *testing.T) {
+	tc := &tokenCuts{bpe: true, specials: []string{"<mask>", "<|end|>"}, lstrip: []string{"<mask>"}, rstrip: []string{"<|end|>"}}
+	text := "ab<mask>cd  <mask>ef<|end|>  gh  ij<|end|>" + strings.Repeat(" ", tokenizePiece+1) + "kl"
+	for _, c := range []struct {
+		at   string // the text from the cut on
+		want bool
+	}{
+		{"<mask>cd", true},   // beside
+		{"mask>cd", false},   // inside
+		{" <mask>ef", false}, // inside whitespace <mask> strips from its left
+		{"  <mask>ef", true}, // before it: the whitespace goes with <mask>
+		{"  gh", false},      // right after <|end|>, which strips what follows
+		{" gh", false},       // inside that whitespace
+		{"gh  ij", true},     // after it: the whitespace stays with <|end|>
+		{" ij", true},        // whitespace no stripping token touches
+		{"|end|>", false},
+		{strings.Repeat(" ", tokenizePiece) + "kl", true}, // whitespace longer than a piece
+	} {
+		i := strings.Index(text, c.at)
+		if i < 0 {
+			t.Fatalf("%q not in the text", c.at)
+		}
+		var ws [2]int
+		if got := tc.bpeCanCut(text, i, &ws); got != c.want {
+			t.Errorf("cut before %q: %v, want %v", c.at, got, c.want)
+		}
+	}
+}
