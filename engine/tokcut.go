@@ -275,7 +275,7 @@ func (m *Model) tokenizePieces(text string, addSpecial, parseSpecial bool) ([]To
 	}
 	eos := addSpecial && tc.addEOS // the first piece ends with the EOS that belongs after the last
 	if eos {
-		if len(out) == 0 || out[len(out)-1] != Token(C.llama_vocab_eos(m.vocab)) {
+		if len(out) == 0 || out[len(out)-1] != m.EOS() {
 			return m.tokenize(text, addSpecial, parseSpecial)
 		}
 		out = out[:len(out)-1]
@@ -285,9 +285,11 @@ func (m *Model) tokenizePieces(text string, addSpecial, parseSpecial bool) ([]To
 		if i+1 < len(cuts) {
 			end = cuts[i+1]
 		}
-		lead, err := m.tokenize(text[prev[i]:c], false, parseSpecial)
-		if err != nil {
-			return nil, err
+		var lead []Token
+		if prev[i] < c { // SentencePiece: the character before the cut leads
+			if lead, err = m.tokenize(text[prev[i]:c], false, parseSpecial); err != nil {
+				return nil, err
+			}
 		}
 		toks, err := m.tokenize(text[prev[i]:end], false, parseSpecial)
 		if err != nil {
@@ -302,7 +304,7 @@ func (m *Model) tokenizePieces(text string, addSpecial, parseSpecial bool) ([]To
 		out = append(out, toks[len(lead):]...)
 	}
 	if eos {
-		out = append(out, Token(C.llama_vocab_eos(m.vocab)))
+		out = append(out, m.EOS())
 	}
 	return out, nil
 }

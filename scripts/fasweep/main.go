@@ -81,7 +81,7 @@ func main() {
 		st0, _ := ctx.SeqState(0)
 		for rep := 0; rep < 4; rep++ {
 			t0 := time.Now()
-			st, err := ctx.SeqState(0)
+			_, err := ctx.SeqState(0) // timed: a save
 			must(err)
 			t1 := time.Now()
 			ctx.SeqRemove(0, -1, -1)
@@ -102,7 +102,6 @@ func main() {
 			must(ctx.Decode(b))
 			t6 := time.Now()
 			ctx.SeqRemove(0, 4000, -1)
-			_ = st
 			ms := func(a, b time.Time) float64 { return b.Sub(a).Seconds() * 1000 }
 			fmt.Printf("save %.1f restore %.1f switch-off %.1f prefill16 %.1f switch-on %.1f decode1 %.1f\n", ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t3, t4), ms(t4, t5), ms(t5, t6))
 		}
