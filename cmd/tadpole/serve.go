@@ -154,7 +154,7 @@ func parseServeFlags(args []string) (*serveOptions, error) {
 	o.logLevel = fs.String("log-level", env("TADPOLE_LOG_LEVEL", "info"), "debug, info, warn or error (TADPOLE_LOG_LEVEL)")
 	o.origins = fs.String("origins", env("TADPOLE_ORIGINS", ""), "extra origins browsers may call from, comma-separated ('*' matches anything); Ollama's local origins are always allowed (TADPOLE_ORIGINS)")
 	o.logFormat = fs.String("log-format", env("TADPOLE_LOG_FORMAT", "text"), "text or json (TADPOLE_LOG_FORMAT)")
-	o.allowRegistry = fs.StringArray("allow-registry", splitList(env("TADPOLE_ALLOW_REGISTRY", "")), "registry HOST or HOST:PORT that pulls and pushes may reach at a loopback, link-local or private address; repeatable or comma-separated (TADPOLE_ALLOW_REGISTRY)")
+	o.allowRegistry = fs.StringArray("allow-registry", splitList(env("TADPOLE_ALLOW_REGISTRY", "")), "registry HOST or HOST:PORT that pulls and pushes may reach at an address that is not public (loopback, private, link-local…); repeatable or comma-separated (TADPOLE_ALLOW_REGISTRY)")
 	o.maxBlob = fs.String("max-blob-size", env("TADPOLE_MAX_BLOB_SIZE", "512GiB"), "largest blob an upload, import or pull may store; larger ones get 413; 0: no limit (TADPOLE_MAX_BLOB_SIZE)")
 	o.minFree = fs.String("min-free-disk", env("TADPOLE_MIN_FREE_DISK", "1GiB"), "free space writes must leave on the models disk; writes below it get 507; 0: none (TADPOLE_MIN_FREE_DISK)")
 	o.writeTimeout = fs.Duration("write-timeout", envDuration("TADPOLE_WRITE_TIMEOUT", dialect.DefaultWriteTimeout), "longest one write of a streamed answer may take; a client that stops reading loses its request (and slot) then (TADPOLE_WRITE_TIMEOUT)")

@@ -6,17 +6,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
-	"syscall"
-	"time"
 )
 
 // ErrEgress is wrapped when a pull or push would connect to an address
-// the operator has not allowed: a loopback, link-local, private (RFC 1918,
-// IPv6 unique-local), unspecified or multicast address, or a redirect
-// that leaves the registry for one of those.
+// the operator has not allowed: one that is not public (AddrClass:
+// loopback, link-local, private, carrier-grade NAT, multicast, reserved,
+// or an IPv6 form carrying one of those), or a redirect that leaves the
+// registry for one of those.
 var ErrEgress = errors.New("registry address not allowed")
 
 // EgressError is the refusal of one connection. It names the host and
@@ -35,32 +33,6 @@ func (e *EgressError) Error() string {
 }
 
 func (e *EgressError) Unwrap() error { return ErrEgress }
-
-// AddrClass says why ip is not a public unicast address ("a loopback
-// address", "a private address" …), or "" when it is one. IPv4-mapped
-// IPv6 addresses are judged as IPv4. Registry pulls and the image URLs
-// of server/media (--allow-image-urls) connect only to addresses it
-// passes, checked at connect time.
-func AddrClass(ip netip.Addr) string {
-	ip = ip.Unmap()
-	switch {
-	case !ip.IsValid():
-		return "an invalid address"
-	case ip.IsLoopback():
-		return "a loopback address"
-	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
-		return "a link-local address"
-	case ip.IsPrivate(): // 10/8, 172.16/12, 192.168/16, fc00::/7
-		return "a private address"
-	case ip.IsUnspecified():
-		return "an unspecified address"
-	case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
-		return "a multicast address"
-	case ip.Is4() && ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-		return "a broadcast address"
-	}
-	return ""
-}
 
 // hostPort is one --allow-registry entry: a host, and a port or "" for
 // any port.
@@ -106,25 +78,11 @@ func (c *Client) client() *http.Client {
 }
 
 // dialContext connects to addr ("host:port" as named in the URL, or the
-// proxy's), refusing non-public addresses for hosts that are not allowed.
+// proxy's), refusing non-public addresses (PublicDialer) for hosts that
+// are not allowed.
 func (c *Client) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	if !c.allowed(addr) && !c.isProxy(addr) {
-		host, _, _ := net.SplitHostPort(addr)
-		d.Control = func(_, address string, _ syscall.RawConn) error {
-			h, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return &EgressError{Host: host, Addr: address, Why: "an address that cannot be checked"}
-			}
-			ip, err := netip.ParseAddr(h)
-			if err != nil {
-				return &EgressError{Host: host, Addr: h, Why: "an address that cannot be checked"}
-			}
-			if why := AddrClass(ip); why != "" {
-				return &EgressError{Host: host, Addr: ip.String(), Why: why}
-			}
-			return nil
-		}
+	d := &PublicDialer{
+		Allowed: func(a string) bool { return c.allowed(a) || c.isProxy(a) },
 	}
 	return d.DialContext(ctx, network, addr)
 }

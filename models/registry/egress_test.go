@@ -15,21 +15,55 @@ import (
 	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
 )
 
+// Every range of the IANA IPv4 and IPv6 special-purpose registries that
+// is not globally reachable is refused, with its class; the addresses
+// just outside each range pass; IPv6 forms carrying an IPv4 address are
+// judged by it.
 func TestAddrClass(t *testing.T) {
 	for _, tc := range []struct {
-		ip     string
-		public bool
+		ip  string
+		why string // "" for public
 	}{
-		{"127.0.0.1", false}, {"127.3.4.5", false}, {"::1", false},
-		{"10.1.2.3", false}, {"172.16.0.1", false}, {"172.31.255.255", false}, {"192.168.1.1", false},
-		{"169.254.169.254", false}, {"fe80::1", false}, {"fc00::1", false}, {"fd12:3456::1", false},
-		{"0.0.0.0", false}, {"::", false}, {"224.0.0.1", false}, {"ff02::1", false}, {"255.255.255.255", false},
-		{"::ffff:127.0.0.1", false}, {"::ffff:10.0.0.1", false},
-		{"8.8.8.8", true}, {"104.21.0.1", true}, {"172.32.0.1", true}, {"2606:4700::1", true}, {"::ffff:8.8.8.8", true},
+		// IPv4.
+		{"0.0.0.0", "unspecified"}, {"0.1.2.3", "this network"},
+		{"10.1.2.3", "private"}, {"9.255.255.255", ""}, {"11.0.0.0", ""},
+		{"100.64.0.0", "carrier-grade NAT"}, {"100.100.100.200", "carrier-grade NAT"}, {"100.127.255.255", "carrier-grade NAT"},
+		{"100.63.255.255", ""}, {"100.128.0.0", ""},
+		{"127.0.0.1", "loopback"}, {"127.3.4.5", "loopback"},
+		{"169.254.169.254", "link-local"}, {"169.255.0.1", ""},
+		{"172.16.0.1", "private"}, {"172.31.255.255", "private"}, {"172.32.0.1", ""}, {"172.15.255.255", ""},
+		{"192.0.0.1", "IETF protocol"}, {"192.0.0.170", "IETF protocol"}, {"192.0.2.1", "documentation"},
+		{"192.88.99.1", "6to4 relay"}, {"192.168.1.1", "private"}, {"192.169.0.1", ""},
+		{"198.18.0.1", "benchmarking"}, {"198.19.255.255", "benchmarking"}, {"198.17.255.255", ""}, {"198.20.0.0", ""},
+		{"198.51.100.7", "documentation"}, {"203.0.113.9", "documentation"}, {"203.0.114.1", ""},
+		{"224.0.0.1", "link-local"}, {"239.1.2.3", "multicast"}, {"240.0.0.1", "reserved"},
+		{"255.255.255.254", "reserved"}, {"255.255.255.255", "broadcast"},
+		{"8.8.8.8", ""}, {"104.21.0.1", ""}, {"223.255.255.255", ""},
+		// IPv6.
+		{"::", "unspecified"}, {"::1", "loopback"},
+		{"::ffff:127.0.0.1", "loopback"}, {"::ffff:10.0.0.1", "private"}, {"::ffff:100.100.100.200", "carrier-grade NAT"},
+		{"::ffff:8.8.8.8", ""},
+		{"::127.0.0.1", "IPv4-compatible"}, {"::8.8.8.8", "IPv4-compatible"}, {"::ffff:0:127.0.0.1", "reserved"},
+		{"64:ff9b::127.0.0.1", "loopback"}, {"64:ff9b::7f00:1", "loopback"}, {"64:ff9b::a9fe:a9fe", "link-local"},
+		{"64:ff9b::100.100.100.200", "carrier-grade NAT"}, {"64:ff9b::8.8.8.8", ""},
+		{"64:ff9b:1::808:808", "local-use NAT64"}, {"64:ff9b:1:ffff::1", "local-use NAT64"},
+		{"100::1", "discard-only"}, {"100:0:0:1::1", "dummy"},
+		{"2001::1", "IETF protocol"}, {"2001:2::1", "IETF protocol"}, {"2001:1ff::1", "IETF protocol"}, {"2001:200::1", ""},
+		{"2001:db8::1", "documentation"}, {"3fff::1", "documentation"}, {"5f00::1", "segment-routing"},
+		{"2002:7f00:1::1", "loopback"}, {"2002:a00:1::", "private"}, {"2002:6464:64c8::1", "carrier-grade NAT"}, {"2002:808:808::1", ""},
+		{"fc00::1", "private"}, {"fd12:3456::1", "private"}, {"fe80::1", "link-local"}, {"fe80::1%eth0", "link-local"},
+		{"febf::1", "link-local"}, {"fec0::1", "site-local"},
+		{"ff02::1", "link-local"}, {"ff05::2", "multicast"}, {"ff0e::1", "multicast"},
+		{"4000::1", "reserved"}, {"1::1", "reserved"}, {"e000::1", "reserved"},
+		{"2606:4700::1", ""}, {"2001:4860:4860::8888", ""}, {"2a00:1450::1", ""}, {"3ffe::1", ""},
 	} {
-		if got := AddrClass(netip.MustParseAddr(tc.ip)) == ""; got != tc.public {
-			t.Errorf("%s: public %v, want %v", tc.ip, got, tc.public)
+		got := AddrClass(netip.MustParseAddr(tc.ip))
+		if (got == "") != (tc.why == "") || !strings.Contains(got, tc.why) {
+			t.Errorf("AddrClass(%s) = %q, want %q", tc.ip, got, tc.why)
 		}
+	}
+	if got := AddrClass(netip.Addr{}); got == "" {
+		t.Errorf("the zero Addr passes")
 	}
 }
 

@@ -48,8 +48,8 @@ type Progress struct {
 // the status only.
 type Client struct {
 	// Allow lists the registries, "host" (any port) or "host:port", that
-	// may resolve to loopback, link-local, private, unspecified or
-	// multicast addresses; entries may be comma-separated lists.
+	// may resolve to addresses that are not public (AddrClass); entries
+	// may be comma-separated lists.
 	Allow []string
 	// Insecure uses http:// instead of https:// (local registries).
 	Insecure bool

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tadpole-llm/tadpole/models/registry"
@@ -40,9 +39,11 @@ const (
 var ErrFetch = errors.New("image URL not fetched")
 
 // ErrAddress is wrapped (with ErrFetch) when an image URL's host, or a
-// redirect's, resolves to an address that is not public: loopback,
-// link-local, private (RFC 1918, RFC 4193), unspecified, multicast or
-// broadcast, IPv4-mapped forms included (registry.AddrClass).
+// redirect's, resolves to an address that is not public: any range of
+// the IANA special-purpose registries that is not globally reachable
+// (loopback, link-local, private, carrier-grade NAT, benchmarking,
+// documentation, multicast, reserved…), and IPv6 forms that carry such
+// an IPv4 address (registry.AddrClass).
 var ErrAddress = errors.New("not a public address")
 
 // Fetcher fetches the images that requests name by http(s) URL, for an
@@ -72,6 +73,12 @@ type Fetcher struct {
 	// it is for tests, whose servers listen on loopback. A redirect from
 	// another host to one of them is refused.
 	Allow []string
+	// Lookup and Dial replace name resolution and connecting (nil: the
+	// system's), as registry.PublicDialer's hooks: for tests, which
+	// must not connect outside loopback. Dial is given only addresses
+	// that passed the check.
+	Lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)
+	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	once sync.Once
 	hc   *http.Client
@@ -247,25 +254,14 @@ func (f *Fetcher) client() *http.Client {
 // dialContext connects to addr ("host:port" of the URL), refusing every
 // address that registry.AddrClass does not pass, unless the host is
 // allowed. The check is of the address each connection is made to, after
-// resolution.
+// resolution (registry.PublicDialer).
 func (f *Fetcher) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: f.timeout(), KeepAlive: 30 * time.Second}
-	if !f.allowed(addr) {
-		host, _, _ := net.SplitHostPort(addr)
-		d.Control = func(_, address string, _ syscall.RawConn) error {
-			h, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return &addrError{host, address, "an address that cannot be checked"}
-			}
-			ip, err := netip.ParseAddr(h)
-			if err != nil {
-				return &addrError{host, h, "an address that cannot be checked"}
-			}
-			if why := registry.AddrClass(ip); why != "" {
-				return &addrError{host, ip.String(), why}
-			}
-			return nil
-		}
+	d := &registry.PublicDialer{
+		Timeout: f.timeout(),
+		Allowed: f.allowed,
+		Refuse:  func(host, addr, why string) error { return &addrError{host, addr, why} },
+		Lookup:  f.Lookup,
+		Dial:    f.Dial,
 	}
 	return d.DialContext(ctx, network, addr)
 }

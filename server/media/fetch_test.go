@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -116,6 +117,65 @@ func TestFetchRefusesNonPublicAddresses(t *testing.T) {
 	}
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the loopback server got %d requests, want none", n)
+	}
+}
+
+// The address check happens when each connection is dialed, on the
+// addresses the name resolves to then: with resolution and connecting
+// hooked (a public address is "reached" by a connection to the loopback
+// test server; nothing leaves the host), a name of the cloud metadata
+// service (carrier-grade NAT), of a benchmarking or NAT64-embedded
+// loopback address is refused without a connection, and a name that
+// rebinds from a public address to loopback is fetched once, then
+// refused at the next connection.
+func TestFetchChecksEachDial(t *testing.T) {
+	pic := testPNG(t)
+	ts, hits := imageServer(t, map[string]http.HandlerFunc{"/": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close") // each fetch dials again
+		w.Write(pic)
+	}})
+	answers := map[string][]string{
+		"metadata.example": {"100.100.100.200"},
+		"bench.example":    {"198.18.0.1"},
+		"nat64.example":    {"64:ff9b::127.0.0.1"},
+		"compat.example":   {"::127.0.0.1"},
+		"rebind.example":   {"93.184.216.34", "127.0.0.1"},
+	}
+	var dialed []string
+	f := &Fetcher{
+		Timeout: 5 * time.Second,
+		Lookup: func(_ context.Context, _, host string) ([]netip.Addr, error) {
+			list := answers[host]
+			if len(list) == 0 {
+				return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+			}
+			if len(list) > 1 {
+				answers[host] = list[1:]
+			}
+			return []netip.Addr{netip.MustParseAddr(list[0])}, nil
+		},
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dialed = append(dialed, addr)
+			var d net.Dialer
+			return d.DialContext(ctx, network, ts.Listener.Addr().String())
+		},
+	}
+	for host, why := range map[string]string{
+		"metadata.example": "100.100.100.200, a shared (carrier-grade NAT) address",
+		"bench.example":    "a benchmarking address",
+		"nat64.example":    "a loopback address",
+		"compat.example":   "an IPv4-compatible address",
+	} {
+		_, err := f.Fetch(context.Background(), "http://"+host+"/x.png")
+		wantFetchErr(t, host, err, why, "image URLs are fetched only from public addresses")
+	}
+	if data, err := f.Fetch(context.Background(), "http://rebind.example/x.png"); err != nil || !bytes.Equal(data, pic) {
+		t.Fatalf("rebind.example while public: %v", err)
+	}
+	_, err := f.Fetch(context.Background(), "http://rebind.example/x.png")
+	wantFetchErr(t, "rebind.example after rebinding", err, "resolves to 127.0.0.1, a loopback address")
+	if len(dialed) != 1 || dialed[0] != "93.184.216.34:80" || hits.Load() != 1 {
+		t.Errorf("dialed %v (%d requests served), want only 93.184.216.34:80 once", dialed, hits.Load())
 	}
 }
 
