@@ -131,10 +131,10 @@ func (b *pgBackend) submit(ctx context.Context, j *Job, quota int64) (bool, erro
 
 func (b *pgBackend) claim(ctx context.Context) (*Job, string, error) {
 	s := b.s
-	// A job whose lease ran out MaxAttempts times fails rather than
-	// take down one more server.
+	// A job whose lease ran out MaxAttempts times (its server died
+	// running it each time) fails rather than take down one more server.
 	res, err := s.db.ExecContext(ctx, `UPDATE jobs SET state = 'failed', finished_at = $1, lease_token = '', lease_until = NULL,
-		error = 'the server stopped while it ran, ' || attempts || ' times'
+		error = `+diedMessage+`
 		WHERE state = 'running' AND lease_until < now() AND attempts >= $2`, time.Now().UnixNano(), s.cfg.MaxAttempts)
 	if err != nil {
 		return nil, "", err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -88,30 +87,13 @@ func (s *Store) openSQLite(path string) error {
 	return nil
 }
 
-// recoverSQLite creates the tables and queues again the jobs a crash
-// left running, failing those interrupted MaxAttempts times.
+// recoverSQLite creates the tables and deals with the jobs the previous
+// process left running (recoverDied).
 func (s *Store) recoverSQLite() error {
 	if _, err := s.db.Exec(sqliteSchema); err != nil {
 		return err
 	}
-	now := time.Now().UnixNano()
-	res, err := s.db.Exec(`UPDATE jobs SET state = 'failed', finished_at = ?,
-		error = 'the server stopped while it ran, ' || attempts || ' times'
-		WHERE state = 'running' AND attempts >= ?`, now, s.cfg.MaxAttempts)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n > 0 {
-		slog.Warn("jobs interrupted too often failed", "jobs", n)
-	}
-	res, err = s.db.Exec(`UPDATE jobs SET state = 'queued', started_at = 0 WHERE state = 'running'`)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n > 0 {
-		slog.Info("jobs interrupted by a stop are queued again", "jobs", n)
-	}
-	return nil
+	return s.recoverDied() // died.go
 }
 
 func (b *sqliteBackend) submit(ctx context.Context, j *Job, quota int64) (bool, error) {

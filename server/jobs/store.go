@@ -108,8 +108,12 @@ type Config struct {
 	URL string
 	// Retention is how long finished jobs are kept; 0 keeps them forever.
 	Retention time.Duration
-	// MaxAttempts is how many runs of a job a crash may interrupt before
-	// the job fails instead of running again (default 3).
+	// MaxAttempts is how many runs of a job the server's death may
+	// interrupt before the job fails instead of running again (default
+	// 2): a job that was running when the process died may be what
+	// killed it, so after the first death it is suspect and runs alone
+	// (no other job of this server beside it), and after the second it
+	// fails with "the server died twice while running this job".
 	MaxAttempts int
 	// Deadline bounds one run of a job: a run still going after it is
 	// stopped (freeing what it held) and the job fails with "deadline
@@ -158,9 +162,12 @@ type Store struct {
 	runs     context.Context
 	stopRuns context.CancelFunc
 	wake     chan struct{}
-	mu       sync.Mutex
-	running  map[string]context.CancelFunc // by job id
-	started  bool
+	// solo is held shared by each worker while it claims and runs a
+	// job, and exclusively to run a suspect job alone (worker.go).
+	solo    sync.RWMutex
+	mu      sync.Mutex
+	running map[string]context.CancelFunc // by job id
+	started bool
 
 	prunedResponses time.Time // responses.go
 	usage           *usage.Table
@@ -199,7 +206,7 @@ type backend interface {
 // newer Tadpole, is an error naming the URL without its password.
 func Open(cfg Config) (*Store, error) {
 	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 3
+		cfg.MaxAttempts = 2
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultLease

@@ -63,8 +63,14 @@ func (s *Store) Drain(ctx context.Context) error {
 func (s *Store) work(run RunFunc) {
 	defer s.workers.Done()
 	for s.claiming.Err() == nil {
+		s.solo.RLock()
+		if s.claiming.Err() != nil { // stopped while a job ran alone
+			s.solo.RUnlock()
+			return
+		}
 		j, token := s.claim()
 		if j == nil {
+			s.solo.RUnlock()
 			select {
 			case <-s.claiming.Done():
 			case <-s.wake:
@@ -73,6 +79,44 @@ func (s *Store) work(run RunFunc) {
 			continue
 		}
 		s.poke() // there may be more: let another idle worker look
+		if !suspect(j) {
+			s.runOne(j, token, run)
+			s.solo.RUnlock()
+			continue
+		}
+		s.solo.RUnlock()
+		s.runAlone(j, token, run)
+	}
+}
+
+// suspect reports whether a claimed job was running when a server died
+// (a clean stop hands a job back without counting its attempt): it may
+// be what killed it.
+func suspect(j *Job) bool { return j.Attempts > 1 }
+
+// runAlone runs a suspect job with no other job of this server beside
+// it, so that if it kills the server again it takes no other job down.
+// It hands the job back (the attempt not counted) and, once every other
+// run here has ended, and with no worker claiming meanwhile, claims
+// again: the job at the head of the queue, this one unless another
+// server took it, which then runs alone too.
+func (s *Store) runAlone(j *Job, token string, run RunFunc) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), opTimeout)
+	_, err := s.b.requeue(ctx, j.ID, token)
+	cancel()
+	if err != nil {
+		slog.Warn("hand back a suspect job to run it alone", "id", j.ID, "error", err)
+		return
+	}
+	s.solo.Lock()
+	defer s.solo.Unlock()
+	if s.claiming.Err() != nil {
+		return
+	}
+	if j, token = s.claim(); j != nil {
+		if suspect(j) {
+			slog.Warn("a job runs alone: the server died while it ran before", "id", j.ID, "type", j.Type, "attempt", j.Attempts)
+		}
 		s.runOne(j, token, run)
 	}
 }
