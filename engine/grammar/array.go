@@ -186,8 +186,8 @@ func (c *converter) uniqueArray(hint string, prefix []json.RawMessage, rest json
 	if v, ok := s["const"]; ok {
 		vals = []json.RawMessage{v}
 	} else if v, ok := s["enum"]; ok {
-		if err := json.Unmarshal(v, &vals); err != nil {
-			return "", errors.New(`"enum" must be an array`)
+		if vals, err = c.enumValues(v); err != nil {
+			return "", err
 		}
 		types, err := typesOf(s)
 		if err != nil {
@@ -202,8 +202,10 @@ func (c *converter) uniqueArray(hint string, prefix []json.RawMessage, rest json
 		return "", errUnique
 	}
 	var items []string
+	seen := map[string]bool{}
 	for _, v := range vals {
-		if l := literal(compact(v)); !slices.Contains(items, l) {
+		if l := literal(compact(v)); !seen[l] {
+			seen[l] = true
 			items = append(items, l)
 		}
 	}

@@ -15,6 +15,9 @@ import (
 // "#") still mean the value, not the wrapped text.
 func FromSchemaBetween(schema []byte, prefix, suffix string) (string, error) {
 	s := bytes.TrimSpace(schema)
+	if err := checkSchemaSize(s); err != nil {
+		return "", err
+	}
 	if !json.Valid(s) {
 		return "", fmt.Errorf("invalid JSON schema: not valid JSON")
 	}
@@ -33,5 +36,8 @@ func FromSchemaBetween(schema []byte, prefix, suffix string) (string, error) {
 		parts = append(parts, literal(suffix))
 	}
 	c.rules.define("root", strings.Join(parts, " "))
+	if err := c.checkGrammarSize(); err != nil {
+		return "", fmt.Errorf("JSON schema: %w", err)
+	}
 	return c.rules.String(), nil
 }

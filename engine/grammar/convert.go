@@ -40,6 +40,7 @@ func (c *converter) try(f func() (string, error)) (string, error) {
 			if r.byBody[r.body[name]] == name {
 				delete(r.byBody, r.body[name])
 			}
+			r.size -= ruleBytes(name, r.body[name])
 			delete(r.body, name)
 		}
 		r.names = r.names[:nRules]
@@ -82,6 +83,7 @@ type converter struct {
 	// refOrder lists the keys of refs in the order added, for rollback.
 	refOrder []string
 	depth    int // schemaBody nesting
+	alts     int // enum values and anyOf/oneOf branches converted (MaxAlternatives)
 }
 
 func newConverter(doc json.RawMessage) *converter {
@@ -228,6 +230,9 @@ func (c *converter) schemaBody(s schema, hint string, left []string) (string, er
 	if c.depth > maxNesting {
 		return "", errors.New("schema nested too deeply (a recursive allOf or anyOf?)")
 	}
+	if err := c.checkGrammarSize(); err != nil {
+		return "", err
+	}
 	if err := checkUnsupported(s); err != nil {
 		return "", err
 	}
@@ -266,7 +271,7 @@ func (c *converter) schemaBody(s schema, hint string, left []string) (string, er
 		return "", err
 	}
 	if v, ok := s["enum"]; ok {
-		return enumBody(v, types)
+		return c.enumBody(v, types)
 	}
 	if len(types) == 0 {
 		return c.rules.prim("value"), nil
@@ -335,6 +340,12 @@ func (c *converter) anyOf(s schema, key, hint string, left []string) (string, er
 	if err := json.Unmarshal(s[key], &branches); err != nil || len(branches) == 0 {
 		return "", fmt.Errorf("%s must be a non-empty array of schemas", key)
 	}
+	if len(branches) > MaxBranches {
+		return "", &LimitError{What: key, Unit: "branches", Value: len(branches), Max: MaxBranches}
+	}
+	if err := c.countAlternatives(len(branches)); err != nil {
+		return "", err
+	}
 	rest := schema{}
 	for k, v := range s {
 		if k != key && !annotations[k] {
@@ -342,6 +353,7 @@ func (c *converter) anyOf(s schema, key, hint string, left []string) (string, er
 		}
 	}
 	var alts []string
+	seen := map[string]bool{}
 	var firstErr error
 	for i, b := range branches {
 		h := fmt.Sprintf("%s-%d", hint, i)
@@ -364,7 +376,8 @@ func (c *converter) anyOf(s schema, key, hint string, left []string) (string, er
 		if err != nil {
 			return "", fmt.Errorf("%s[%d]: %w", key, i, err)
 		}
-		if !slices.Contains(alts, a) {
+		if !seen[a] {
+			seen[a] = true
 			alts = append(alts, a)
 		}
 	}
@@ -422,18 +435,21 @@ func typesOf(s schema) ([]string, error) {
 	return slices.Compact(types), nil
 }
 
-// enumBody lists the enum values allowed by the types (all when none).
-func enumBody(v json.RawMessage, types []string) (string, error) {
-	var vals []json.RawMessage
-	if err := json.Unmarshal(v, &vals); err != nil {
-		return "", errors.New(`"enum" must be an array`)
+// enumBody lists the enum values allowed by the types (all when none),
+// each once.
+func (c *converter) enumBody(v json.RawMessage, types []string) (string, error) {
+	vals, err := c.enumValues(v)
+	if err != nil {
+		return "", err
 	}
 	var alts []string
+	seen := map[string]bool{}
 	for _, val := range vals {
 		if len(types) > 0 && !slices.ContainsFunc(types, func(t string) bool { return hasType(val, t) }) {
 			continue
 		}
-		if l := literal(compact(val)); !slices.Contains(alts, l) {
+		if l := literal(compact(val)); !seen[l] {
+			seen[l] = true
 			alts = append(alts, l)
 		}
 	}
@@ -441,6 +457,19 @@ func enumBody(v json.RawMessage, types []string) (string, error) {
 		return "", unsat(`"enum" has no value of the schema's type`)
 	}
 	return strings.Join(alts, " | "), nil
+}
+
+// enumValues decodes an enum's values, refusing more than MaxEnumValues
+// and counting them against MaxAlternatives.
+func (c *converter) enumValues(v json.RawMessage) ([]json.RawMessage, error) {
+	var vals []json.RawMessage
+	if err := json.Unmarshal(v, &vals); err != nil {
+		return nil, errors.New(`"enum" must be an array`)
+	}
+	if len(vals) > MaxEnumValues {
+		return nil, &LimitError{What: "enum", Unit: "values", Value: len(vals), Max: MaxEnumValues}
+	}
+	return vals, c.countAlternatives(len(vals))
 }
 
 // hasType reports whether a JSON value is of a JSON Schema type.

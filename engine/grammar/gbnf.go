@@ -70,6 +70,7 @@ type rules struct {
 	taken  map[string]bool   // names used or reserved
 	byBody map[string]string // body → name, for sharing
 	prims  map[string]bool   // primitives used
+	size   int               // bytes the defined rules take in the grammar
 }
 
 func newRules() *rules {
@@ -109,10 +110,14 @@ func (r *rules) fresh(hint string) string {
 func (r *rules) define(name, body string) {
 	r.names = append(r.names, name)
 	r.body[name] = body
+	r.size += ruleBytes(name, body)
 	if _, ok := r.byBody[body]; !ok {
 		r.byBody[body] = name
 	}
 }
+
+// ruleBytes is the size of one rule's line in the grammar.
+func ruleBytes(name, body string) int { return len(name) + len(" ::= ") + len(body) + 1 }
 
 // add returns a rule with this body: an existing one with the same body,
 // or a new one named after hint.

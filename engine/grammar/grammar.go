@@ -135,11 +135,17 @@ func JSONObject() string {
 // keywords it supports) into a GBNF grammar with root rule "root".
 func FromSchema(schema []byte) (string, error) {
 	s := bytes.TrimSpace(schema)
+	if err := checkSchemaSize(s); err != nil {
+		return "", err
+	}
 	if !json.Valid(s) {
 		return "", fmt.Errorf("invalid JSON schema: not valid JSON")
 	}
 	c := newConverter(s)
 	if _, err := c.ref("#", nil); err != nil {
+		return "", fmt.Errorf("JSON schema: %w", err)
+	}
+	if err := c.checkGrammarSize(); err != nil {
 		return "", fmt.Errorf("JSON schema: %w", err)
 	}
 	return c.rules.String(), nil

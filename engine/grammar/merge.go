@@ -164,9 +164,16 @@ func mergeKeyword(k string, va, vb json.RawMessage) (json.RawMessage, error) {
 		if json.Unmarshal(va, &ea) != nil || json.Unmarshal(vb, &eb) != nil {
 			return nil, errors.New(`"enum" must be an array`)
 		}
+		if n := max(len(ea), len(eb)); n > MaxEnumValues {
+			return nil, &LimitError{What: "enum", Unit: "values", Value: n, Max: MaxEnumValues}
+		}
+		inB := make(map[string]bool, len(eb))
+		for _, w := range eb {
+			inB[compact(w)] = true
+		}
 		var both []json.RawMessage
 		for _, v := range ea {
-			if slices.ContainsFunc(eb, func(w json.RawMessage) bool { return compact(v) == compact(w) }) {
+			if inB[compact(v)] {
 				both = append(both, v)
 			}
 		}
@@ -211,6 +218,11 @@ func mergeKeyword(k string, va, vb json.RawMessage) (json.RawMessage, error) {
 		var la, lb []json.RawMessage
 		if json.Unmarshal(va, &la) != nil || json.Unmarshal(vb, &lb) != nil {
 			return nil, fmt.Errorf("%s must be an array of schemas", k)
+		}
+		if n := len(la) * len(lb); n > MaxBranches {
+			// Checked before building: the product of a few short lists
+			// is enormous (ten lists of ten are 10^10 branches).
+			return nil, &LimitError{What: "allOf (its " + k + " lists multiplied out)", Unit: "branches", Value: n, Max: MaxBranches}
 		}
 		var out []json.RawMessage
 		for _, x := range la {
