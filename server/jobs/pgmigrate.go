@@ -63,6 +63,9 @@ var pgMigrations = []string{
 		applied_at BIGINT NOT NULL
 	);
 	CREATE INDEX usage_batches_applied ON usage_batches(applied_at);`,
+	// 3: stored responses as chains, images stored once per key
+	// (responses_schema.go).
+	fmt.Sprintf(responsesChains, "BYTEA"),
 }
 
 // SchemaVersion is the newest PostgreSQL schema this build knows.

@@ -12,8 +12,8 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
-// sqliteSchema is created when missing; SQLite databases have had this
-// one shape since jobs were added, so they need no migrations.
+// sqliteSchema is created when missing; SQLite databases had this one
+// shape until stored responses became chains (upgradeSQLite).
 const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS jobs (
 	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -87,10 +87,13 @@ func (s *Store) openSQLite(path string) error {
 	return nil
 }
 
-// recoverSQLite creates the tables and deals with the jobs the previous
-// process left running (recoverDied).
+// recoverSQLite creates (or upgrades) the tables and deals with the jobs
+// the previous process left running (recoverDied).
 func (s *Store) recoverSQLite() error {
 	if _, err := s.db.Exec(sqliteSchema); err != nil {
+		return err
+	}
+	if err := s.upgradeSQLite(); err != nil { // responses_schema.go
 		return err
 	}
 	return s.recoverDied() // died.go

@@ -135,6 +135,16 @@ type Config struct {
 	// Replica names this server in the leases it holds (default
 	// host/pid); for logs and operators.
 	Replica string
+	// MaxResponseBytes bounds one stored response (its input, output,
+	// request and images); 0: no bound. ResponseQuotaBytes and
+	// ResponseQuotaCount bound what one owner stores (responses and
+	// images; deleted responses that others continue count until they
+	// go); 0: no quota. SaveResponse refuses more (ErrResponseTooLarge,
+	// ErrResponseQuota).
+	MaxResponseBytes, ResponseQuotaBytes, ResponseQuotaCount int64
+	// MinFreeDisk is the free space in bytes that storing a response
+	// must leave on the SQLite database's disk (ErrDiskLow); 0: none.
+	MinFreeDisk int64
 }
 
 // DefaultLease is Config.Lease's default.

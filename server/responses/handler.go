@@ -81,6 +81,14 @@ func (h *Handler) create(c echo.Context) error {
 	}
 	store := req.storeOn() && h.Jobs != nil
 	a := &answer{h: h, p: p, id: newID("resp_"), created: time.Now().Unix(), store: store, owner: owner(c)}
+	if store {
+		// Refused before it is generated when it cannot be stored
+		// (its size, its key's quota, the disk): saving checks again.
+		body, _ := json.Marshal(a.snapshot("queued"))
+		if err := h.Jobs.CheckResponse(ctx, a.record("queued", body)); err != nil {
+			return storeError(err)
+		}
+	}
 	if req.Background {
 		return h.submit(c, a)
 	}
@@ -99,7 +107,7 @@ func (h *Handler) submit(c echo.Context, a *answer) error {
 	ctx := c.Request().Context()
 	resp := a.snapshot("queued")
 	if err := a.save(ctx, resp); err != nil {
-		return internal(err)
+		return storeError(err)
 	}
 	body, _ := json.Marshal(jobRequest{ResponseID: a.id})
 	j, err := h.Jobs.SubmitModel(ctx, JobType, a.owner, a.p.req.Model, body)
@@ -198,9 +206,20 @@ func (h *Handler) inputItems(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(r.Input, &items); err != nil {
+	ctx := c.Request().Context()
+	imgs, err := h.images(ctx, r.Owner, r.Input)
+	if err != nil {
 		return internal(err)
+	}
+	stored, err := restore(orArray(r.Input), imgs)
+	if err != nil {
+		return internal(err)
+	}
+	items := make([]json.RawMessage, len(stored))
+	for i, it := range stored {
+		if items[i], err = json.Marshal(it); err != nil {
+			return internal(err)
+		}
 	}
 	order := c.QueryParam("order")
 	switch order {
@@ -290,10 +309,11 @@ func (h *Handler) RunJob(ctx context.Context, j *jobs.Job) ([]byte, error) {
 	if h.Usage != nil && j.Owner != "" {
 		ctx = usage.NewContext(ctx, h.Usage.For(j.Owner))
 	}
-	r, err := h.Jobs.GetResponse(ctx, jr.ResponseID, j.Owner)
+	chain, err := h.Jobs.ResponseChain(ctx, jr.ResponseID, j.Owner)
 	if err != nil {
 		return nil, err // deleted or expired meanwhile
 	}
+	r := chain[len(chain)-1]
 	if r.Status == "cancelled" {
 		return nil, errors.New("cancelled")
 	}
@@ -302,11 +322,22 @@ func (h *Handler) RunJob(ctx context.Context, j *jobs.Job) ([]byte, error) {
 		return nil, fmt.Errorf("stored request: %v", err)
 	}
 	p := &prepared{req: &req, parallel: req.ParallelToolCalls == nil || *req.ParallelToolCalls}
-	if err := json.Unmarshal(r.Input, &p.input); err != nil {
-		return nil, fmt.Errorf("stored input: %v", err)
-	}
-	if err := json.Unmarshal(r.Context, &p.history); err != nil {
+	// The conversation it continues, then its own earlier conversation
+	// (a response stored whole, before chains) and input.
+	if p.history, err = h.conversation(ctx, chain[:len(chain)-1]); err != nil {
 		return nil, fmt.Errorf("stored conversation: %v", err)
+	}
+	imgs, err := h.images(ctx, r.Owner, r.Context, r.Input)
+	if err != nil {
+		return nil, err
+	}
+	hist, err := restore(orArray(r.Context), imgs)
+	if err != nil {
+		return nil, fmt.Errorf("stored conversation: %v", err)
+	}
+	p.history = append(p.history, hist...)
+	if p.input, err = restore(orArray(r.Input), imgs); err != nil {
+		return nil, fmt.Errorf("stored input: %v", err)
 	}
 	var created Response
 	_ = json.Unmarshal(r.Body, &created)

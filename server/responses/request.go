@@ -93,14 +93,14 @@ func (h *Handler) parse(ctx context.Context, req *CreateRequest, owner string) (
 		if h.Jobs == nil {
 			return nil, notFound
 		}
-		prev, err := h.Jobs.GetResponse(ctx, req.PreviousResponseID, owner)
+		chain, err := h.Jobs.ResponseChain(ctx, req.PreviousResponseID, owner)
 		if errors.Is(err, jobs.ErrResponseNotFound) {
 			return nil, notFound
 		}
 		if err != nil {
 			return nil, internal(err)
 		}
-		if p.history, err = conversation(prev); err != nil {
+		if p.history, err = h.conversation(ctx, chain); err != nil {
 			return nil, invalid("previous_response_id", "Previous response with id '%s' cannot be continued: %v", trim(req.PreviousResponseID), err)
 		}
 	}
@@ -118,37 +118,6 @@ func trim(s string) string {
 		return s[:64] + "…"
 	}
 	return s
-}
-
-// conversation is what a stored response leaves to continue from: its
-// history, its input and its output.
-func conversation(r *jobs.StoredResponse) ([]Item, error) {
-	var hist, in []Item
-	var body struct {
-		Status string            `json:"status"`
-		Output []json.RawMessage `json:"output"`
-	}
-	if err := json.Unmarshal(r.Context, &hist); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(r.Input, &in); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(r.Body, &body); err != nil {
-		return nil, err
-	}
-	if body.Status != "completed" && body.Status != "incomplete" {
-		return nil, fmt.Errorf("it is %s", body.Status)
-	}
-	out := append(hist, in...)
-	for _, raw := range body.Output {
-		var it Item
-		if err := json.Unmarshal(raw, &it); err != nil {
-			return nil, err
-		}
-		out = append(out, it)
-	}
-	return out, nil
 }
 
 // normalize reads input: a string (one user message) or an array of

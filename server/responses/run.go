@@ -13,7 +13,6 @@ import (
 
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
-	"github.com/tadpole-llm/tadpole/server/jobs"
 )
 
 // answer is one response being made.
@@ -161,9 +160,9 @@ func (a *answer) complete(b *builder, final infer.Event) *Response {
 	return r
 }
 
-// save stores the response whole: its object, request, input and the
-// conversation before it. A background response (run by its job) is updated
-// unless it was cancelled meanwhile.
+// save stores the response: its object, request, own input items and
+// the response it continues (record). A background response (run by
+// its job) is updated unless it was cancelled meanwhile.
 func (a *answer) save(ctx context.Context, r *Response) error {
 	body, err := json.Marshal(r)
 	if err != nil {
@@ -173,20 +172,13 @@ func (a *answer) save(ctx context.Context, r *Response) error {
 		_, err := a.h.Jobs.UpdateResponse(ctx, a.id, r.Status, body, "cancelled")
 		return err
 	}
-	req, _ := json.Marshal(a.p.req)
-	in, _ := json.Marshal(a.p.input)
-	hist, _ := json.Marshal(a.p.history)
-	if hist == nil || string(hist) == "null" {
-		hist = []byte("[]")
-	}
+	rec := a.record(r.Status, body)
 	exp := a.expires
 	if exp.IsZero() {
 		exp = time.Now().Add(a.h.ttl())
 	}
-	return a.h.Jobs.SaveResponse(ctx, &jobs.StoredResponse{
-		ID: a.id, Owner: a.owner, Status: r.Status, Body: body, Request: req, Input: in, Context: hist,
-		CreatedAt: time.Unix(a.created, 0), ExpiresAt: exp,
-	})
+	rec.CreatedAt, rec.ExpiresAt = time.Unix(a.created, 0), exp
+	return a.h.Jobs.SaveResponse(ctx, rec)
 }
 
 // run makes the whole response and stores it when asked to.
@@ -212,7 +204,7 @@ func (a *answer) run(ctx context.Context, priority int) (*Response, error) {
 	r := a.complete(b, final)
 	if a.store {
 		if err := a.save(ctx, r); err != nil {
-			return nil, internal(err)
+			return nil, storeError(err)
 		}
 	}
 	return r, nil
@@ -278,7 +270,7 @@ func (a *answer) stream(c echo.Context) error {
 	r := a.complete(b, final)
 	if a.store {
 		if err := a.save(ctx, r); err != nil {
-			return fail(internal(err))
+			return fail(storeError(err))
 		}
 	}
 	_ = emit("response."+status, map[string]any{"response": r})
