@@ -226,6 +226,9 @@ func (o *serveOptions) serverConfig(sc sched.Config) (server.Config, error) {
 	if err := applyStoreFlags(&cfg, *o.allowRegistry, *o.maxBlob, *o.minFree); err != nil {
 		return cfg, err
 	}
+	if cfg.Jobs != nil { // the job database's disk keeps the same floor
+		cfg.Jobs.SetMinFreeDisk(cfg.MinFreeDisk)
+	}
 	if *o.origins != "" {
 		cfg.CORSOrigins = append([]string(nil), server.DefaultCORSOrigins...)
 		for _, s := range strings.Split(*o.origins, ",") {
