@@ -150,6 +150,18 @@ var schemaCases = []schemaCase{
 		reject: []string{`[{"k":[1, 2]},"x"]`, `[{"k":[1,2]},"y"]`, `[{"k":[1,2]},1,1]`, `[{"k":[1,2]}]`},
 	},
 	{
+		// 16 values and more are written as a trie: values that are
+		// prefixes of others, shared suffixes, escapes, non-ASCII.
+		name: "enum as a trie",
+		schema: `{"enum":["a","ab","abc","abd","b","xa","xab",1,12,123,1.5,-1,null,true,false,{"a":1},[1,"x"],
+			"é","éé","q\"q","x\ny","tab\there","\\"]}`,
+		accept: []string{`"a"`, `"ab"`, `"abc"`, `"abd"`, `"b"`, `"xa"`, `"xab"`, `1`, `12`, `123`, `1.5`, `-1`, `null`,
+			`true`, `false`, `{"a":1}`, `[1,"x"]`, `"é"`, `"éé"`, `"q\"q"`, `"x\ny"`, `"tab\there"`, `"\\"`},
+		reject: []string{`"abcd"`, `"ac"`, `""`, `"x"`, `"xb"`, `1234`, `2`, `1.`, `-`, `nul`, `{"a":2}`, `"a`, `a"`, `"ééé"`,
+			`"q"`, `"\\\\"`, `"ab" `},
+		rules: []string{"root-t"},
+	},
+	{
 		name:   "enum filtered by type",
 		schema: `{"type":"string","enum":["a",1,"b"]}`,
 		accept: []string{`"a"`, `"b"`},

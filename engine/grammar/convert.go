@@ -271,7 +271,7 @@ func (c *converter) schemaBody(s schema, hint string, left []string) (string, er
 		return "", err
 	}
 	if v, ok := s["enum"]; ok {
-		return c.enumBody(v, types)
+		return c.enumBody(v, types, hint)
 	}
 	if len(types) == 0 {
 		return c.rules.prim("value"), nil
@@ -340,10 +340,7 @@ func (c *converter) anyOf(s schema, key, hint string, left []string) (string, er
 	if err := json.Unmarshal(s[key], &branches); err != nil || len(branches) == 0 {
 		return "", fmt.Errorf("%s must be a non-empty array of schemas", key)
 	}
-	if len(branches) > MaxBranches {
-		return "", &LimitError{What: key, Unit: "branches", Value: len(branches), Max: MaxBranches}
-	}
-	if err := c.countAlternatives(len(branches)); err != nil {
+	if err := c.countBranches(key, len(branches)); err != nil {
 		return "", err
 	}
 	rest := schema{}
@@ -436,27 +433,27 @@ func typesOf(s schema) ([]string, error) {
 }
 
 // enumBody lists the enum values allowed by the types (all when none),
-// each once.
-func (c *converter) enumBody(v json.RawMessage, types []string) (string, error) {
+// each once (as a trie when there are many: see alternatives).
+func (c *converter) enumBody(v json.RawMessage, types []string, hint string) (string, error) {
 	vals, err := c.enumValues(v)
 	if err != nil {
 		return "", err
 	}
-	var alts []string
+	var texts []string
 	seen := map[string]bool{}
 	for _, val := range vals {
 		if len(types) > 0 && !slices.ContainsFunc(types, func(t string) bool { return hasType(val, t) }) {
 			continue
 		}
-		if l := literal(compact(val)); !seen[l] {
-			seen[l] = true
-			alts = append(alts, l)
+		if t := compact(val); !seen[t] {
+			seen[t] = true
+			texts = append(texts, t)
 		}
 	}
-	if len(alts) == 0 {
+	if len(texts) == 0 {
 		return "", unsat(`"enum" has no value of the schema's type`)
 	}
-	return strings.Join(alts, " | "), nil
+	return c.alternatives(hint, texts), nil
 }
 
 // enumValues decodes an enum's values, refusing more than MaxEnumValues

@@ -71,10 +71,14 @@ type rules struct {
 	byBody map[string]string // body → name, for sharing
 	prims  map[string]bool   // primitives used
 	size   int               // bytes the defined rules take in the grammar
+	// next is, per base name, the suffix fresh tries first: every
+	// lower one is taken (names are never given back), so many rules
+	// from one hint are named in linear time.
+	next map[string]int
 }
 
 func newRules() *rules {
-	r := &rules{body: map[string]string{}, taken: map[string]bool{}, byBody: map[string]string{}, prims: map[string]bool{}}
+	r := &rules{body: map[string]string{}, taken: map[string]bool{}, byBody: map[string]string{}, prims: map[string]bool{}, next: map[string]int{}}
 	for name := range primitives {
 		r.taken[name] = true
 	}
@@ -99,8 +103,9 @@ func (r *rules) prim(name string) string {
 func (r *rules) fresh(hint string) string {
 	base := ruleName(hint)
 	name := base
-	for i := 2; r.taken[name]; i++ {
+	for i := max(2, r.next[base]); r.taken[name]; i++ {
 		name = base + "-" + strconv.Itoa(i)
+		r.next[base] = i + 1
 	}
 	r.taken[name] = true
 	return name

@@ -19,11 +19,12 @@ const (
 	MaxSchemaBytes = 1 << 20
 	// MaxEnumValues bounds the values of one enum.
 	MaxEnumValues = 1024
-	// MaxBranches bounds one anyOf or oneOf list, including the lists
-	// allOf makes by multiplying anyOf lists out.
+	// MaxBranches bounds one anyOf or oneOf list (including the lists
+	// allOf makes by multiplying anyOf lists out) and one alternation of
+	// a string pattern.
 	MaxBranches = 1024
-	// MaxAlternatives bounds the enum values and anyOf/oneOf branches
-	// converted for one schema, all lists together.
+	// MaxAlternatives bounds the enum values, anyOf/oneOf branches and
+	// pattern alternatives converted for one schema, all lists together.
 	MaxAlternatives = 4096
 	// MaxGrammarBytes bounds the generated GBNF grammar.
 	MaxGrammarBytes = 1 << 20
@@ -63,9 +64,18 @@ func checkSchemaSize(s []byte) error {
 func (c *converter) countAlternatives(n int) error {
 	c.alts += n
 	if c.alts > MaxAlternatives {
-		return &LimitError{What: "schema", Unit: "enum values and anyOf/oneOf branches in all", Max: MaxAlternatives, Over: true}
+		return &LimitError{What: "schema", Unit: "enum values and anyOf/oneOf/pattern branches in all", Max: MaxAlternatives, Over: true}
 	}
 	return nil
+}
+
+// countBranches refuses a list of alternatives (an anyOf, a pattern's
+// alternation) over MaxBranches and counts it against MaxAlternatives.
+func (c *converter) countBranches(what string, n int) error {
+	if n > MaxBranches {
+		return &LimitError{What: what, Unit: "branches", Value: n, Max: MaxBranches}
+	}
+	return c.countAlternatives(n)
 }
 
 // checkGrammarSize refuses a grammar grown past MaxGrammarBytes or

@@ -3,6 +3,7 @@ package grammar
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -64,6 +65,25 @@ func TestLimitsEnumAndBranches(t *testing.T) {
 		}
 		_, err := FromSchema([]byte(anyOfSchema(key, MaxBranches+1)))
 		wantLimit(t, err, key, MaxBranches+1, MaxBranches)
+	}
+	// So is an alternation in a pattern: 60,000 words in a 540 KB
+	// pattern were 60,000 open alternatives, as many as an enum.
+	// Random words, so that the parser cannot factor out prefixes.
+	r := rand.New(rand.NewPCG(1, 2))
+	words := make([]string, 2*MaxBranches)
+	for i := range words {
+		w := make([]byte, 8)
+		for j := range w {
+			w[j] = byte('a' + r.IntN(26))
+		}
+		words[i] = string(w)
+	}
+	_, err = FromSchema([]byte(`{"type":"string","pattern":"^(` + strings.Join(words, "|") + `)$"}`))
+	wantLimit(t, err, "pattern alternation", 0, MaxBranches)
+	_, err = FromSchema([]byte(`{"type":"string","pattern":"a(` + strings.Join(words, "|") + `)"}`))
+	wantLimit(t, err, "pattern alternation", 0, MaxBranches)
+	if _, err := FromSchema([]byte(`{"type":"string","pattern":"^(` + strings.Join(words[:MaxBranches], "|") + `)$"}`)); err != nil {
+		t.Fatalf("%d words: %v", MaxBranches, err)
 	}
 	// The enum of uniqueItems arrays and the enums allOf intersects are
 	// capped too.
@@ -130,20 +150,26 @@ func TestLimitsSchemaBytes(t *testing.T) {
 }
 
 // A schema within every list cap whose grammar outgrows MaxGrammarBytes
-// is refused while it is converted.
+// is refused while it is converted: a 1000-member object referred to with
+// a different sibling keyword each time is written out again for each
+// reference (a 39 KB schema would make 4 MB of grammar).
 func TestLimitsGrammarBytes(t *testing.T) {
-	long := strings.Repeat("x", 900)
-	var vals []string
+	var props, req []string
 	for i := 0; i < 1000; i++ {
-		vals = append(vals, fmt.Sprintf(`"%s%d"`, long, i))
+		props = append(props, fmt.Sprintf(`"k%04d":{"type":"string"}`, i))
+		req = append(req, fmt.Sprintf(`"k%04d"`, i))
 	}
-	// 1000 values of 900 bytes: 0.9 MB of schema, which each of the two
-	// properties writes into the grammar (b is a merged schema).
-	enum := `{"enum":[` + strings.Join(vals, ",") + `]}`
-	s := `{"type":"object","properties":{"a":` + enum + `,"b":{"allOf":[{"$ref":"#/properties/a"},{"type":"string"}]}}}`
-	if len(s) > MaxSchemaBytes {
-		t.Fatalf("schema %d bytes: the test wants one under MaxSchemaBytes", len(s))
+	big := `{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":[` + strings.Join(req, ",") + `]}`
+	schema := func(n int) string {
+		var uses []string
+		for i := 0; i < n; i++ {
+			uses = append(uses, fmt.Sprintf(`"p%d":{"$ref":"#/$defs/big","minProperties":%d}`, i, i))
+		}
+		return `{"$defs":{"big":` + big + `},"type":"object","properties":{` + strings.Join(uses, ",") + `}}`
 	}
-	_, err := FromSchema([]byte(s))
+	if g, err := FromSchema([]byte(schema(2))); err != nil || len(g) > MaxGrammarBytes/4 {
+		t.Fatalf("two uses: %d bytes of grammar, %v", len(g), err)
+	}
+	_, err := FromSchema([]byte(schema(100)))
 	wantLimit(t, err, "grammar for this schema", 0, MaxGrammarBytes)
 }

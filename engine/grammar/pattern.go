@@ -25,6 +25,9 @@ func (c *converter) pattern(p string) (string, error) {
 // end may be followed (or preceded) by any characters.
 func (c *converter) anchored(re *syntax.Regexp) (string, error) {
 	if re.Op == syntax.OpAlternate {
+		if err := c.countBranches("pattern alternation", len(re.Sub)); err != nil {
+			return "", err
+		}
 		var alts []string
 		for _, sub := range re.Sub {
 			a, err := c.anchored(sub)
@@ -153,6 +156,9 @@ func (c *converter) regex(re *syntax.Regexp) (string, error) {
 		}
 		return "", nil
 	case syntax.OpAlternate:
+		if err := c.countBranches("pattern alternation", len(re.Sub)); err != nil {
+			return "", err
+		}
 		var alts []string
 		for _, sub := range re.Sub {
 			x, err := c.regex(sub)
