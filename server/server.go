@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/anura"
 	"github.com/tadpole-llm/tadpole/server/auth"
 	"github.com/tadpole-llm/tadpole/server/dialect"
+	"github.com/tadpole-llm/tadpole/server/flight"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/jobs"
 	"github.com/tadpole-llm/tadpole/server/media"
@@ -97,6 +97,10 @@ type Config struct {
 	// Preload are the models Preload loads (keep_alive forever); /readyz
 	// answers 503 until they are loaded.
 	Preload []string
+	// DataDir is where the in-flight file lives (package flight): the
+	// requests and jobs in flight, named at the next start if the process
+	// dies ("": kept in memory only, for the report of a ggml abort).
+	DataDir string
 	// imageURLHosts may be fetched at any address (media.Fetcher.Allow):
 	// for tests, whose servers listen on loopback.
 	imageURLHosts []string
@@ -124,6 +128,7 @@ type Server struct {
 	infer     *infer.Service
 	drain     drainState
 	preload   preloadState
+	flights   *flight.Log // the requests and jobs in flight
 }
 
 // New builds a server; it loads no model until a request needs one.
@@ -136,6 +141,7 @@ func New(cfg Config) *Server {
 	e.Use(hostGuard(cfg.Hosts), originGuard(allowed), cors(allowed))
 	e.HTTPErrorHandler = dialect.ErrorHandler(ollama.ErrorHandler)
 	s := &Server{echo: e, sched: sched.New(cfg.Sched), tls: cfg.TLS, hosts: cfg.Hosts, preload: preloadState{names: cfg.Preload}}
+	s.flights = openFlights(cfg.DataDir)
 	src := telemetry.Sources{Sched: s.sched, GPUs: s.sched.Config().GPUs, Compat: cfg.MetricsCompat}
 	if cfg.Auth.Enabled() {
 		src.Usage = cfg.Auth.Usage()
@@ -145,7 +151,7 @@ func New(cfg Config) *Server {
 		slog.Error("telemetry disabled", "error", err)
 	}
 	s.telemetry = tel
-	e.Use(s.requestLog, s.drainGuard, bodyTypeGuard, cfg.Auth.Middleware(), bodyLimit(cfg.MaxBody))
+	e.Use(s.requestLog, s.drainGuard, bodyTypeGuard, cfg.Auth.Middleware(), flightKey, bodyLimit(cfg.MaxBody))
 	if cfg.WriteTimeout > 0 {
 		e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error {
@@ -177,6 +183,10 @@ func New(cfg Config) *Server {
 			workers = 2
 		}
 		s.jobs.Start(workers, func(ctx context.Context, j *jobs.Job) ([]byte, error) {
+			slot := s.flights.Begin(j.ID, "job "+j.Type, int64(len(j.Request)))
+			defer slot.End()
+			slot.SetKey(j.Owner)
+			ctx = flight.NewContext(ctx, slot)
 			if j.Type == responses.JobType {
 				return rs.RunJob(ctx, j)
 			}
@@ -224,30 +234,34 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.telemetry != nil {
 		s.telemetry.Shutdown(ctx)
 	}
+	s.flights.Close() // a clean stop: nothing to report at the next start
 	return err
 }
 
-// inFlight holds each request being served, for the report the engine
-// writes if llama.cpp aborts the process (engine.OnAbort); the lines are
-// formatted only then, not per request.
-var inFlight sync.Map
+// The report the engine writes if llama.cpp aborts the process lists
+// the requests and jobs in flight of every server (package flight).
+func init() { engine.OnAbort(flight.Lines) }
 
-type flight struct {
-	id    string
-	req   *http.Request
-	start time.Time
+// openFlights opens the in-flight file in dir (memory only without one,
+// or when it cannot be opened).
+func openFlights(dir string) *flight.Log {
+	if dir == "" {
+		return flight.Memory()
+	}
+	l, _, err := flight.Open(dir) // reports what a death left there
+	if err != nil {
+		slog.Warn("in-flight file", "error", err)
+	}
+	return l
 }
 
-func init() {
-	engine.OnAbort(func() []string {
-		var out []string
-		inFlight.Range(func(_, v any) bool {
-			f := v.(flight)
-			out = append(out, fmt.Sprintf("id=%s %s %s from=%s since=%s", f.id, f.req.Method, f.req.URL.Path, f.req.RemoteAddr, f.start.Format(time.RFC3339Nano)))
-			return true
-		})
-		return out
-	})
+// flightKey records the request's API key id in its in-flight slot.
+func flightKey(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		flight.FromContext(ctx).SetKey(auth.KeyID(ctx))
+		return next(c)
+	}
 }
 
 // requestLog logs, counts and traces every request. Handlers that know
@@ -256,9 +270,9 @@ func (s *Server) requestLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		req := c.Request()
-		inFlight.Store(c, flight{id: c.Response().Header().Get(echo.HeaderXRequestID), req: req, start: start})
-		defer inFlight.Delete(c)
-		ctx, span := s.telemetry.Start(req.Context(), req.Method+" "+c.Path())
+		slot := s.flights.Begin(c.Response().Header().Get(echo.HeaderXRequestID), req.Method+" "+req.URL.Path, req.ContentLength)
+		defer slot.End()
+		ctx, span := s.telemetry.Start(flight.NewContext(req.Context(), slot), req.Method+" "+c.Path())
 		c.SetRequest(req.WithContext(ctx))
 		err := next(c)
 		if err != nil {

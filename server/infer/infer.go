@@ -30,6 +30,7 @@ import (
 	"github.com/tadpole-llm/tadpole/models/chattemplate"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
+	"github.com/tadpole-llm/tadpole/server/flight"
 	"github.com/tadpole-llm/tadpole/server/sched"
 	"github.com/tadpole-llm/tadpole/server/telemetry"
 	"github.com/tadpole-llm/tadpole/server/usage"
@@ -234,6 +235,7 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 			"model", model, "options", ignored)
 	}
 	name := entry.Name.String()
+	flight.Mark(ctx, flight.Queued, name) // waiting for the model (loading) or its queue
 	key := sched.KeyFor(entry.Path, opts)
 	key.Projector = entry.Projector()
 	if dn, ok := s.Drafts[name]; ok {
@@ -351,6 +353,7 @@ func (s *Service) checkMedia(in *Instance, req *Request) error {
 // Its metrics, spans and per-key usage are recorded when it ends, read or
 // not.
 func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Stream, error) {
+	flight.Mark(ctx, flight.Rendering, in.Name) // images decoded, prompt rendered and tokenized, grammar built
 	if err := s.checkMedia(in, req); err != nil {
 		return nil, err
 	}
@@ -386,6 +389,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 	// generation ends (read or not), or by the stream's reader before it
 	// hands over the final event, whichever comes first, so a client that
 	// has the last event sees its tokens counted.
+	flight.Mark(ctx, flight.Prefill, "")
 	done := once(s.observer(ctx, in.Name, len(tokens)))
 	gen, err := in.Runner.Generate(ctx, runner.Request{
 		Prompt:      tokens,

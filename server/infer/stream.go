@@ -7,6 +7,7 @@ import (
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
+	"github.com/tadpole-llm/tadpole/server/flight"
 )
 
 // TokenLogprob is a generated token's log-probability, with the most
@@ -48,6 +49,8 @@ type Stream struct {
 	done func(runner.Event)
 	// prompt is the positions of the rendered prompt (images included).
 	prompt int
+	// decoding: the first event came (the in-flight phase is decode).
+	decoding bool
 }
 
 // PromptTokens is the number of positions of the rendered prompt, its
@@ -82,6 +85,10 @@ func (s *Stream) Ready() <-chan struct{} { return s.gen.Ready() }
 // convert splits the text of the events read into deltas; at the final
 // event the parser gives up what it held back and its warnings are logged.
 func (s *Stream) convert(dst []Event) []Event {
+	if len(s.raw) > 0 && !s.decoding {
+		s.decoding = true
+		flight.Mark(s.ctx, flight.Decode, "")
+	}
 	for _, ev := range s.raw {
 		d := s.parser.Next(ev.Text, ev.Done)
 		if ev.Done {
