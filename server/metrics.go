@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"time"
 )
 
 // metricsServer is the listener of /metrics when it has its own
@@ -24,10 +23,8 @@ func (s *Server) ServeMetrics(ln net.Listener) error {
 	if s.telemetry != nil {
 		mux.Handle("GET /metrics", s.telemetry.Handler())
 	}
-	hs := &http.Server{
-		Handler: hostGuardHandler(s.hosts, mux), ReadHeaderTimeout: 30 * time.Second,
-		ConnContext: withListener(ln.Addr()), TLSConfig: s.tls.Clone(),
-	}
+	hs := s.timeouts.httpServer(hostGuardHandler(s.hosts, mux))
+	hs.ConnContext, hs.TLSConfig = withListener(ln.Addr()), s.tls.Clone()
 	s.metrics.mu.Lock()
 	s.metrics.srv = hs
 	s.metrics.mu.Unlock()

@@ -78,6 +78,13 @@ type Config struct {
 	// dialect.DefaultWriteTimeout): a client that stops reading loses its
 	// request, and its slot, when a write cannot finish in time.
 	WriteTimeout time.Duration
+	// ReadTimeout, MinBodyRate and IdleTimeout bound every listener's
+	// connections (timeouts.go; 0: the Default*, negative: none): a
+	// request body may pause at most ReadTimeout and must average
+	// MinBodyRate bytes a second past it; a keep-alive connection is
+	// closed after IdleTimeout without a request.
+	ReadTimeout, IdleTimeout time.Duration
+	MinBodyRate              int64
 	// ResponsesTTL is how long the Responses API keeps stored responses
 	// (0: responses.DefaultTTL, 30 days).
 	ResponsesTTL time.Duration
@@ -129,6 +136,7 @@ type Server struct {
 	drain     drainState
 	preload   preloadState
 	flights   *flight.Log // the requests and jobs in flight
+	timeouts  connTimeouts
 }
 
 // New builds a server; it loads no model until a request needs one.
@@ -142,6 +150,7 @@ func New(cfg Config) *Server {
 	e.HTTPErrorHandler = dialect.ErrorHandler(ollama.ErrorHandler)
 	s := &Server{echo: e, sched: sched.New(cfg.Sched), tls: cfg.TLS, hosts: cfg.Hosts, preload: preloadState{names: cfg.Preload}}
 	s.flights = openFlights(cfg.DataDir)
+	s.timeouts = timeoutsOf(cfg)
 	src := telemetry.Sources{Sched: s.sched, GPUs: s.sched.Config().GPUs, Compat: cfg.MetricsCompat}
 	if cfg.Auth.Enabled() {
 		src.Usage = cfg.Auth.Usage()
@@ -202,7 +211,8 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // Serve accepts connections on ln until Shutdown, over TLS when
 // Config.TLS is set.
 func (s *Server) Serve(ln net.Listener) error {
-	hs := &http.Server{Handler: s.echo, ReadHeaderTimeout: 30 * time.Second, ConnContext: withListener(ln.Addr()), TLSConfig: s.tls.Clone()}
+	hs := s.timeouts.httpServer(s.echo)
+	hs.ConnContext, hs.TLSConfig = withListener(ln.Addr()), s.tls.Clone()
 	s.mu.Lock()
 	s.http = hs
 	s.mu.Unlock()

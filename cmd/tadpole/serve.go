@@ -129,7 +129,8 @@ type serveOptions struct {
 	threads                                             *int
 	autoSlots, autoCtx                                  bool // sized from memory (sched.Config.AutoSlots, AutoCtx)
 	allowRegistry                                       *[]string
-	writeTimeout                                        *time.Duration
+	writeTimeout, readTimeout, idleTimeout              *time.Duration
+	minBodyRate                                         *int64
 	api                                                 *apiFlags
 	boundary                                            *boundaryFlags
 }
@@ -158,6 +159,9 @@ func parseServeFlags(args []string) (*serveOptions, error) {
 	o.maxBlob = fs.String("max-blob-size", env("TADPOLE_MAX_BLOB_SIZE", "512GiB"), "largest blob an upload, import or pull may store; larger ones get 413; 0: no limit (TADPOLE_MAX_BLOB_SIZE)")
 	o.minFree = fs.String("min-free-disk", env("TADPOLE_MIN_FREE_DISK", "1GiB"), "free space writes must leave on the models disk; writes below it get 507; 0: none (TADPOLE_MIN_FREE_DISK)")
 	o.writeTimeout = fs.Duration("write-timeout", envDuration("TADPOLE_WRITE_TIMEOUT", dialect.DefaultWriteTimeout), "longest one write of a streamed answer may take; a client that stops reading loses its request (and slot) then (TADPOLE_WRITE_TIMEOUT)")
+	o.readTimeout = fs.Duration("read-timeout", envDuration("TADPOLE_READ_TIMEOUT", server.DefaultReadTimeout), "longest a request body may pause, and the grace before --min-body-rate counts; a slower body is cut (TADPOLE_READ_TIMEOUT)")
+	o.minBodyRate = fs.Int64("min-body-rate", int64(envInt("TADPOLE_MIN_BODY_RATE", server.DefaultMinBodyRate)), "slowest average rate, in bytes/s, a request body may arrive at past --read-timeout; 0: no rate (TADPOLE_MIN_BODY_RATE)")
+	o.idleTimeout = fs.Duration("idle-timeout", envDuration("TADPOLE_IDLE_TIMEOUT", server.DefaultIdleTimeout), "how long a keep-alive connection may wait for its next request before it is closed (TADPOLE_IDLE_TIMEOUT)")
 	o.debugAddr = fs.String("debug-addr", env("TADPOLE_DEBUG_ADDR", ""), "address to serve Go's pprof profiles on (/debug/pprof/), e.g. 127.0.0.1:6060; off when empty (TADPOLE_DEBUG_ADDR)")
 	o.metricsCompat = fs.String("metrics-compat", env("TADPOLE_METRICS_COMPAT", ""), "also export the model-server gauges (waiting and running requests, KV-cache use) under another server's names for a router that reads them: vllm (vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc, vllm:gpu_cache_usage_perc); empty: Tadpole's names only (TADPOLE_METRICS_COMPAT)")
 	o.drainTimeout = fs.Duration("drain-timeout", envDuration("TADPOLE_DRAIN_TIMEOUT", 30*time.Second), "on SIGTERM or SIGINT, how long running requests (streams) may go on while new ones are refused and /readyz fails; those still running then are cut (a second signal cuts them at once) (TADPOLE_DRAIN_TIMEOUT)")
@@ -212,6 +216,13 @@ func (o *serveOptions) serverConfig(sc sched.Config) (server.Config, error) {
 		return cfg, fmt.Errorf("--write-timeout must be positive, not %s", *o.writeTimeout)
 	}
 	cfg.WriteTimeout = *o.writeTimeout
+	if *o.readTimeout <= 0 || *o.idleTimeout <= 0 || *o.minBodyRate < 0 {
+		return cfg, fmt.Errorf("--read-timeout and --idle-timeout must be positive and --min-body-rate 0 or more, not %s, %s and %d", *o.readTimeout, *o.idleTimeout, *o.minBodyRate)
+	}
+	cfg.ReadTimeout, cfg.IdleTimeout, cfg.MinBodyRate = *o.readTimeout, *o.idleTimeout, *o.minBodyRate
+	if cfg.MinBodyRate == 0 {
+		cfg.MinBodyRate = -1 // server.Config: negative is none
+	}
 	if *o.drainTimeout < 0 {
 		return cfg, fmt.Errorf("--drain-timeout must be 0 or more, not %s", *o.drainTimeout)
 	}
