@@ -162,6 +162,26 @@ var schemaCases = []schemaCase{
 		rules: []string{"root-t"},
 	},
 	{
+		// anyOf of constants and enums is one enum, a trie.
+		name: "anyOf of constants as a trie",
+		schema: `{"anyOf":[{"const":"a"},{"const":"ab"},{"const":"abc"},{"enum":["b","c","cd"]},{"const":1},{"const":12},
+			{"const":null},{"const":{"k":"v"}},{"const":"d","title":"annotated"},{"enum":["e","f","g","h"]},{"const":"ab"},
+			{"const":"i"},{"const":"j"},{"const":"k"}]}`,
+		accept: []string{`"a"`, `"ab"`, `"abc"`, `"b"`, `"c"`, `"cd"`, `1`, `12`, `null`, `{"k":"v"}`, `"d"`, `"e"`, `"h"`, `"k"`},
+		reject: []string{`"abcd"`, `""`, `"l"`, `123`, `{"k":"w"}`, `"c "`, `{ "k":"v"}`},
+		rules:  []string{"root-t"},
+	},
+	{
+		// An alternation of plain words in a pattern is a trie too, over
+		// the JSON-encoded characters.
+		name:   "pattern alternation as a trie",
+		schema: `{"type":"string","pattern":"^(red|green|blue|black|brown|grey|gray|q\"t|back\\\\slash|été|été2|cyan|teal|tan|pink|plum|puce|x[0-9]|[yz]\\t)$"}`,
+		accept: []string{`"red"`, `"green"`, `"black"`, `"grey"`, `"gray"`, `"q\"t"`, `"back\\slash"`, `"été"`, `"été2"`, `"puce"`,
+			`"x0"`, `"x9"`, `"y\t"`, `"z\t"`},
+		reject: []string{`"re"`, `"reds"`, `""`, `"bl"`, `"greyy"`, `"q"`, `"back\slash"`, `"ét"`, `"pluce"`, `"x"`, `"xa"`, `"y\n"`},
+		rules:  []string{"pattern-t"},
+	},
+	{
 		name:   "enum filtered by type",
 		schema: `{"type":"string","enum":["a",1,"b"]}`,
 		accept: []string{`"a"`, `"b"`},

@@ -349,6 +349,16 @@ func (c *converter) anyOf(s schema, key, hint string, left []string) (string, er
 			rest[k] = v
 		}
 	}
+	if len(rest) == 0 {
+		// A list of constants is an enum: written as one.
+		texts, ok, err := c.constBranches(branches)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", key, err)
+		}
+		if ok {
+			return c.alternatives(hint, texts), nil
+		}
+	}
 	var alts []string
 	seen := map[string]bool{}
 	var firstErr error
@@ -564,7 +574,7 @@ func (c *converter) stringBody(s schema) (string, error) {
 		}
 		expr, err := c.pattern(p)
 		if err != nil {
-			return "", fmt.Errorf("pattern %q: %w", p, err)
+			return "", fmt.Errorf("pattern %q: %w", truncate(p, 80), err)
 		}
 		return `"\"" ` + expr + ` "\""`, nil
 	}

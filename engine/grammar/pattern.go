@@ -159,6 +159,11 @@ func (c *converter) regex(re *syntax.Regexp) (string, error) {
 		if err := c.countBranches("pattern alternation", len(re.Sub)); err != nil {
 			return "", err
 		}
+		if texts, ok := literalSet(re, MaxEnumValues); ok {
+			if texts = dedup(texts); len(texts) >= enumTrieMin {
+				return "( " + c.alternatives("pattern", texts) + " )", nil
+			}
+		}
 		var alts []string
 		for _, sub := range re.Sub {
 			x, err := c.regex(sub)
