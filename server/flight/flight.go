@@ -12,7 +12,8 @@
 // when the request begins, enters a phase (queued, rendering, prefill,
 // decode) or ends. Writes go to the page cache, which survives the
 // process (not a power cut), so no fsync is needed; recording a request
-// costs well under a microsecond (BenchmarkRequest). The first slot is the header:
+// (six writes) costs about 2 µs, 0 allocations (BenchmarkRequest; 15 µs
+// with pwrite). The first slot is the header:
 // the writer's pid and start time, and "clean" once it has shut down.
 //
 // At start-up Open reads the file left by the previous process: if that
@@ -75,8 +76,13 @@ type Entry struct {
 // Log is one process's in-flight list: in memory, and in the file when
 // opened on a directory.
 type Log struct {
-	f        *os.File // nil: memory only
-	mem      []byte   // the file mapped (nil: written with pwrite)
+	f   *os.File // nil: memory only
+	mem []byte   // the file mapped (nil: written with pwrite)
+	// io is held shared by each write and exclusively by Close, which
+	// unmaps the file: a request cut by a shutdown may still end and
+	// clear its slot after it.
+	io       sync.RWMutex
+	closed   bool
 	mu       sync.Mutex
 	slots    []*Slot // grown on demand up to MaxSlots
 	free     []*Slot
@@ -217,15 +223,24 @@ func (l *Log) Entries() []Entry {
 }
 
 // Close marks the file clean (the process shut down: no report at the
-// next start) and closes it. The mapping stays (a request cut by the
-// shutdown may still end and clear its slot; unmapped, that would fault):
-// it is 2 MiB of address space, gone with the process.
+// next start), unmaps and closes it (releasing its lock); later writes
+// are dropped.
 func (l *Log) Close() error {
 	live.Delete(l)
 	if l.f == nil {
 		return nil
 	}
 	l.writeHeader(true)
+	l.io.Lock()
+	defer l.io.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	if l.mem != nil {
+		unmap(l.mem)
+		l.mem = nil
+	}
 	return l.f.Close()
 }
 
@@ -313,11 +328,15 @@ var blank = func() (b [slotSize]byte) {
 // writeSlot writes slot i: a copy into the mapping, or a pwrite, whose
 // error (a full disk) loses only the report.
 func (l *Log) writeSlot(i int, b []byte) {
-	if l.mem != nil {
+	l.io.RLock()
+	defer l.io.RUnlock()
+	switch {
+	case l.closed:
+	case l.mem != nil:
 		copy(l.mem[i*slotSize:], b)
-		return
+	default:
+		l.f.WriteAt(b, int64(i)*slotSize)
 	}
-	l.f.WriteAt(b, int64(i)*slotSize)
 }
 
 // writeHeader writes the header slot.

@@ -13,3 +13,5 @@ import (
 func mapFile(f *os.File, size int) ([]byte, error) {
 	return syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 }
+
+func unmap(b []byte) error { return syscall.Munmap(b) }
