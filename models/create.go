@@ -56,6 +56,15 @@ func (s *Store) Create(name string, mf *Modelfile, progress func(status string))
 	if err := mf.Validate(); err != nil {
 		return fmt.Errorf("create %s: %w", n, err)
 	}
+	defer s.lockName(n)()
+	return s.create(n, mf, progress)
+}
+
+// create is Create with the name's management lock held.
+func (s *Store) create(n Name, mf *Modelfile, progress func(status string)) error {
+	if progress == nil {
+		progress = func(string) {}
+	}
 	b := &builder{s: s, mf: mf, progress: progress}
 	if err := b.build(); err != nil {
 		return fmt.Errorf("create %s: %w", n, err)
@@ -192,7 +201,7 @@ func (b *builder) from(v string) error {
 	if nameErr != nil {
 		return fmt.Errorf("FROM %s: no such file, and not a model name: %v", v, nameErr)
 	}
-	base, err := b.s.resolve(n)
+	base, err := b.s.resolvePinned(n)
 	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("FROM %s: no such file, and no model %q in the store: %w", v, n.String(), ErrNotFound)
 	} else if err != nil {
@@ -207,7 +216,7 @@ func (b *builder) from(v string) error {
 		return nil
 	}
 	for _, l := range base.Manifest.Layers {
-		b.s.pin(l.Digest) // keep the inherited blobs while we build
+		// resolvePinned keeps the inherited blobs while we build.
 		b.progress("using existing layer " + l.Digest)
 		b.layers = append(b.layers, l)
 	}

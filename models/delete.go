@@ -26,21 +26,30 @@ func (s *Store) Copy(src, dst string) error {
 	if s.Dir == "" {
 		return errNoDir
 	}
+	defer s.lockName(dn)()
+	// The source is read and the copy written under the store's lock,
+	// which a delete holds too: the source is copied whole or not found.
+	s.mu.Lock()
 	p, _, err := s.findManifest(sn)
 	if errors.Is(err, fs.ErrNotExist) {
+		s.mu.Unlock()
 		if bp, _, ok := s.bareFile(sn); ok {
 			mf := &Modelfile{Commands: []Command{{Name: CmdFrom, Value: bp}}}
-			return s.Create(dst, mf, nil)
+			return s.create(dn, mf, nil)
 		}
+		return fmt.Errorf("copy %s: model %q: %w", sn, sn.String(), ErrNotFound)
+	} else if err != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("copy %s: %w", sn, err)
+	}
+	defer s.mu.Unlock()
+	raw, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("copy %s: model %q: %w", sn, sn.String(), ErrNotFound)
 	} else if err != nil {
 		return fmt.Errorf("copy %s: %w", sn, err)
 	}
-	raw, err := os.ReadFile(p)
-	if err != nil {
-		return fmt.Errorf("copy %s: %w", sn, err)
-	}
-	if err := s.WriteManifest(dn, raw); err != nil {
+	if err := s.writeManifestLocked(dn, raw); err != nil {
 		return fmt.Errorf("copy %s to %s: %w", sn, dn, err)
 	}
 	return nil
@@ -62,6 +71,7 @@ func (s *Store) Delete(name string) error {
 	if s.Dir == "" {
 		return fmt.Errorf("delete %s: %w", n, ErrNotFound)
 	}
+	defer s.lockName(n)()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, _, err := s.findManifest(n)

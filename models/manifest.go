@@ -160,12 +160,17 @@ func (s *Store) WriteManifest(name Name, raw []byte) error {
 	if !name.valid() {
 		return fmt.Errorf("invalid model name %q", name.Full())
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writeManifestLocked(name, raw)
+}
+
+// writeManifestLocked is WriteManifest with s.mu held.
+func (s *Store) writeManifestLocked(name Name, raw []byte) error {
 	m, err := parseManifest(raw)
 	if err != nil {
 		return fmt.Errorf("write manifest of %s: %w", name, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, d := range m.blobs() {
 		p, _ := s.blobPath(d)
 		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {

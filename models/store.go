@@ -54,6 +54,7 @@ type Store struct {
 	details map[string]cachedDetails // GGUF details by file path
 	checked map[string]checkedFile   // GGUF validation by file path (check.go)
 	warned  map[string]string        // the last warning logged per model name (check.go)
+	names   nameLocks                // management operations one at a time per name (namelock.go)
 }
 
 // Entry is one model of the store.
@@ -108,7 +109,7 @@ func (s *Store) Resolve(name string) (Entry, error) {
 	return s.resolve(n)
 }
 
-func (s *Store) resolve(n Name) (Entry, error) {
+func (s *Store) resolveOnce(n Name) (Entry, error) {
 	p, stored, err := s.findManifest(n)
 	switch {
 	case err == nil:
