@@ -15,7 +15,7 @@ ALTER TABLE responses ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE responses ADD COLUMN size BIGINT NOT NULL DEFAULT 0;
 UPDATE responses SET size = length(body) + length(request) + length(input) + length(context);
 CREATE INDEX responses_prev ON responses(prev);
-CREATE INDEX responses_owner ON responses(owner);
+CREATE INDEX responses_owner ON responses(owner, id, size); -- the quota sums from the index alone
 CREATE TABLE response_images (
 	owner TEXT NOT NULL,
 	hash  TEXT NOT NULL,
