@@ -1,6 +1,10 @@
 package grammar
 
-import "fmt"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
 
 // Limits on what one schema may cost. Every dialect's schema (Ollama's
 // format, OpenAI's response_format, Responses' text.format, Anthropic's
@@ -49,6 +53,55 @@ func (e *LimitError) Error() string {
 		return fmt.Sprintf("%s has more than %d %s; at most %d are allowed", e.What, e.Max, e.Unit, e.Max)
 	}
 	return fmt.Sprintf("%s has %d %s; at most %d are allowed", e.What, e.Value, e.Unit, e.Max)
+}
+
+// CheckLimits checks a schema document against the caps that need no
+// conversion: its size, and the length of every enum and every anyOf,
+// oneOf and allOf list, wherever they are. It is linear in the document,
+// for callers that read a schema before (or without) converting it: tool
+// parameters are checked against the JSON Schema meta-schema, which costs
+// minutes for a 20,000-branch anyOf. A document that is not JSON passes
+// (the caller reports that in its own words).
+func CheckLimits(schema []byte) error {
+	s := bytes.TrimSpace(schema)
+	if err := checkSchemaSize(s); err != nil {
+		return err
+	}
+	var doc any
+	if json.Unmarshal(s, &doc) != nil {
+		return nil
+	}
+	return walkLimits(doc)
+}
+
+func walkLimits(v any) error {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if list, ok := x.([]any); ok {
+				switch k {
+				case "enum":
+					if len(list) > MaxEnumValues {
+						return &LimitError{What: "enum", Unit: "values", Value: len(list), Max: MaxEnumValues}
+					}
+				case "anyOf", "oneOf", "allOf":
+					if len(list) > MaxBranches {
+						return &LimitError{What: k, Unit: "branches", Value: len(list), Max: MaxBranches}
+					}
+				}
+			}
+			if err := walkLimits(x); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if err := walkLimits(x); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // checkSchemaSize refuses a schema document over MaxSchemaBytes.

@@ -173,3 +173,21 @@ func TestLimitsGrammarBytes(t *testing.T) {
 	_, err := FromSchema([]byte(schema(100)))
 	wantLimit(t, err, "grammar for this schema", 0, MaxGrammarBytes)
 }
+
+// CheckLimits finds an over-long enum or anyOf/oneOf/allOf list anywhere
+// in a document, before any conversion, and passes what is within them.
+func TestCheckLimits(t *testing.T) {
+	if err := CheckLimits([]byte(enumSchema(MaxEnumValues))); err != nil {
+		t.Fatal(err)
+	}
+	wantLimit(t, CheckLimits([]byte(enumSchema(MaxEnumValues+1))), "enum", MaxEnumValues+1, MaxEnumValues)
+	// Behind a keyword the grammar refuses ("not"), still found.
+	wantLimit(t, CheckLimits([]byte(`{"not":{"type":"null"},"properties":{"a":{"items":`+anyOfSchema("oneOf", MaxBranches+1)+`}}}`)),
+		"oneOf", MaxBranches+1, MaxBranches)
+	pad := strings.Repeat(" ", MaxSchemaBytes)
+	s := `{"description":"` + pad + `"}`
+	wantLimit(t, CheckLimits([]byte(s)), "JSON schema", len(s), MaxSchemaBytes)
+	if err := CheckLimits([]byte(`{"a":`)); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/engine/grammar"
 	"github.com/tadpole-llm/tadpole/models/chattemplate"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 )
@@ -180,6 +181,11 @@ func CheckTools(tools []json.RawMessage) error {
 		p := bytes.TrimSpace(f.Function.Parameters)
 		if len(p) == 0 || string(p) == "null" {
 			continue
+		}
+		// The grammar's caps first: the meta-schema check below costs
+		// minutes on a 20,000-branch anyOf.
+		if err := grammar.CheckLimits(p); err != nil {
+			return fmt.Errorf("tools[%d]: function %q: parameters: %v", i, f.Function.Name, err)
 		}
 		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(p))
 		if err != nil {
