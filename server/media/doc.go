@@ -6,8 +6,11 @@
 // "data:image/png;base64,…" URLs, DecodeBase64 for Ollama's bare base64).
 //
 // Every size is checked before memory is allocated from it: an image's
-// header (image.DecodeConfig) against a pixel limit with overflow-checked
-// arithmetic before the image is decoded, an audio clip's length against
+// header (ReadHeader) against the pixel limit, the vision encoder's own
+// bounds and a bound on pixels per byte of file (decompression bombs),
+// with overflow-checked arithmetic, before the image is decoded; the
+// header also says what decoding will allocate (Header.DecodeMemory),
+// which the server's decode budget holds first; an audio clip's length against
 // MaxAudioSeconds before it is converted. Errors say which format and what
 // is wrong, in words a client can act on; the dialects wrap them in a 400.
 //

@@ -10,13 +10,34 @@ import (
 	"image/jpeg"
 	"image/png"
 	"net/http"
+	"sync/atomic"
 
 	"golang.org/x/image/webp"
 )
 
+// The vision encoder's own bounds (llama.cpp's mtmd, checked again by
+// engine/mtmd.NewImage, whose MaxImageSide and MaxImagePixels these
+// equal): an image over them is refused from its header, never decoded
+// only to be refused by the encoder.
+const (
+	MaxSide   = 8192
+	MaxPixels = 32 << 20 // 33,554,432
+)
+
 // DefaultMaxPixels is the default bound on an image's width × height
-// (50 megapixels: 150 MB of RGB).
-const DefaultMaxPixels = 50_000_000
+// (--max-image-pixels): the encoder's MaxPixels, 96 MiB of RGB. A larger
+// operator limit is never in effect (Decode takes the smaller).
+const DefaultMaxPixels = MaxPixels
+
+// An image of more than FreePixels pixels may declare at most
+// MaxPixelsPerByte pixels per byte of its file. Real images are far from
+// it (PNG's deflate cannot pass ~1,032 bytes of pixels per byte; photos
+// and screenshots take tens), but a lossless WebP of one colour is 28
+// bytes whatever it declares: 5792×5792 cost 3.5 s and 400 MB to decode.
+const (
+	FreePixels       = 4 << 20
+	MaxPixelsPerByte = 1024
+)
 
 // ErrInvalid is wrapped by every error about the data itself (an unknown
 // format, a corrupt or truncated file, a size over the limits), as
@@ -93,48 +114,126 @@ func describe(data []byte) string {
 	return "the data looks like " + t
 }
 
-// Decode decodes a JPEG, PNG, GIF (its first frame) or WebP image into
-// 8-bit RGB, three bytes a pixel, rows top to bottom. The header is read
-// first and an image of more than maxPixels pixels (width × height,
-// overflow-checked; maxPixels ≤ 0 means DefaultMaxPixels) is refused
-// before it is decoded. Transparency is dropped (the colour of a
-// transparent pixel is kept), as llama.cpp's own image loader does.
-// Errors wrap ErrInvalid and name the format and the problem.
-func Decode(data []byte, maxPixels int) (rgb []byte, w, h int, err error) {
-	if maxPixels <= 0 {
-		maxPixels = DefaultMaxPixels
-	}
+// Header is what an image's header declares, read without decoding it.
+type Header struct {
+	Format        string // "JPEG", "PNG", "GIF" or "WebP"
+	Width, Height int
+	// BytesPerPixel is what the format's Go decoder allocates a pixel
+	// for its image, by the colour model the header declares (8 for a
+	// 16-bit RGBA PNG, 4 for lossless WebP, 3 for JPEG …).
+	BytesPerPixel int
+}
+
+// Pixels is Width × Height (bounded by ReadHeader: no overflow).
+func (h Header) Pixels() int64 { return int64(h.Width) * int64(h.Height) }
+
+// DecodeMemory bounds what Decode allocates for the image: the
+// decoder's image and the packed RGB it is copied into.
+func (h Header) DecodeMemory() int64 { return h.Pixels() * int64(h.BytesPerPixel+3) }
+
+// ReadHeader reads an image's header (image.DecodeConfig) and checks the
+// size it declares, before anything of that size is allocated: width and
+// height 1 to MaxSide, width × height at most the smaller of maxPixels
+// (≤ 0: DefaultMaxPixels) and MaxPixels, and at most MaxPixelsPerByte
+// pixels per byte of data beyond FreePixels. Errors wrap ErrInvalid and
+// name the format, the limit and the value.
+func ReadHeader(data []byte, maxPixels int) (Header, error) {
+	maxPixels = effectiveMaxPixels(maxPixels)
 	name := Sniff(data)
 	f, ok := formats[name]
 	if !ok {
-		return nil, 0, 0, invalidf("unsupported image format (JPEG, PNG, GIF and WebP are supported): %s", describe(data))
+		return Header{}, invalidf("unsupported image format (JPEG, PNG, GIF and WebP are supported): %s", describe(data))
 	}
 	upper := map[string]string{"jpeg": "JPEG", "png": "PNG", "gif": "GIF", "webp": "WebP"}[name]
 	cfg, err := f.config(data)
 	if err != nil {
-		return nil, 0, 0, invalidf("corrupt or truncated %s image: %v", upper, err)
+		return Header{}, invalidf("corrupt or truncated %s image: %v", upper, err)
 	}
 	if err := checkSize(upper, cfg.Width, cfg.Height, maxPixels); err != nil {
+		return Header{}, err
+	}
+	h := Header{Format: upper, Width: cfg.Width, Height: cfg.Height, BytesPerPixel: bytesPerPixel(name, cfg.ColorModel)}
+	if px := h.Pixels(); px > FreePixels && px > MaxPixelsPerByte*int64(len(data)) {
+		return Header{}, invalidf("%s image declares %d×%d pixels in %d bytes: an image of more than %d pixels may declare at most %d pixels per byte of its file (a decompression bomb)",
+			upper, h.Width, h.Height, len(data), FreePixels, MaxPixelsPerByte)
+	}
+	return h, nil
+}
+
+// effectiveMaxPixels is the pixel limit in force for an operator's
+// maxPixels: DefaultMaxPixels for ≤ 0, never more than MaxPixels.
+func effectiveMaxPixels(maxPixels int) int {
+	if maxPixels <= 0 {
+		maxPixels = DefaultMaxPixels
+	}
+	return min(maxPixels, MaxPixels)
+}
+
+// bytesPerPixel is what the Go decoder of format allocates a pixel for
+// an image of colour model m (at least; unknown models count 8).
+func bytesPerPixel(format string, m color.Model) int {
+	if _, ok := m.(color.Palette); ok {
+		return 1
+	}
+	switch m {
+	case color.GrayModel:
+		return 1
+	case color.Gray16Model:
+		return 2
+	case color.YCbCrModel: // 4:4:4 at most
+		return 3
+	case color.RGBAModel, color.NRGBAModel, color.CMYKModel:
+		if format == "webp" { // VP8L's pixels, then the transforms' (minCap)
+			return 8
+		}
+		return 4
+	case color.NYCbCrAModel: // lossy WebP with alpha: its alpha decoded as NRGBA first
+		return 8
+	}
+	return 8 // RGBA64, NRGBA64
+}
+
+// decodes counts the images Decode has handed to a decoder.
+var decodes atomic.Int64
+
+// Decodes is the number of images this process has decoded (ReadHeader
+// alone does not count): for tests and metrics that an image is decoded
+// once a request.
+func Decodes() int64 { return decodes.Load() }
+
+// Decode decodes a JPEG, PNG, GIF (its first frame) or WebP image into
+// 8-bit RGB, three bytes a pixel, rows top to bottom. The header is read
+// and checked first (ReadHeader, with maxPixels): an image over the
+// limits is refused before it is decoded. Transparency is dropped (the
+// colour of a transparent pixel is kept), as llama.cpp's own image loader
+// does. Errors wrap ErrInvalid and name the format and the problem.
+func Decode(data []byte, maxPixels int) (rgb []byte, w, h int, err error) {
+	hd, err := ReadHeader(data, maxPixels)
+	if err != nil {
 		return nil, 0, 0, err
 	}
-	img, err := f.decode(data)
+	decodes.Add(1)
+	img, err := formats[Sniff(data)].decode(data)
 	if err != nil {
-		return nil, 0, 0, invalidf("corrupt or truncated %s image: %v", upper, err)
+		return nil, 0, 0, invalidf("corrupt or truncated %s image: %v", hd.Format, err)
 	}
 	b := img.Bounds()
 	// The decoded frame is what counts (a GIF frame or WebP canvas may
 	// differ from the header); it was allocated within the header's size.
-	if err := checkSize(upper, b.Dx(), b.Dy(), maxPixels); err != nil {
+	if err := checkSize(hd.Format, b.Dx(), b.Dy(), effectiveMaxPixels(maxPixels)); err != nil {
 		return nil, 0, 0, err
 	}
 	return toRGB(img), b.Dx(), b.Dy(), nil
 }
 
-// checkSize bounds an image's dimensions: both at least 1, the product
+// checkSize bounds an image's dimensions: both 1 to MaxSide, the product
 // at most maxPixels, without overflow.
 func checkSize(format string, w, h, maxPixels int) error {
 	if w < 1 || h < 1 {
 		return invalidf("%s image has size %d×%d: width and height must be at least 1", format, w, h)
+	}
+	if w > MaxSide || h > MaxSide {
+		return invalidf("%s image is %d×%d pixels: width and height must be at most %d (the vision encoder's limit)", format, w, h, MaxSide)
 	}
 	if w > maxPixels/h {
 		return invalidf("%s image is %d×%d pixels, more than the limit of %d pixels (--max-image-pixels)", format, w, h, maxPixels)
@@ -153,6 +252,31 @@ func toRGB(img image.Image) []byte {
 			row := m.Pix[m.PixOffset(b.Min.X, y):]
 			for x := 0; x < w; x++ {
 				out = append(out, row[4*x], row[4*x+1], row[4*x+2])
+			}
+		}
+	case *image.RGBA: // 8-bit PNG without alpha channel, premultiplied
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			row := m.Pix[m.PixOffset(b.Min.X, y):]
+			for x := 0; x < w; x++ {
+				p := row[4*x:]
+				out = appendNRGBA(out, uint32(p[0])*0x101, uint32(p[1])*0x101, uint32(p[2])*0x101, uint32(p[3])*0x101)
+			}
+		}
+	case *image.RGBA64: // 16-bit PNG, premultiplied
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			row := m.Pix[m.PixOffset(b.Min.X, y):]
+			for x := 0; x < w; x++ {
+				p := row[8*x:]
+				out = appendNRGBA(out, be16(p[0:]), be16(p[2:]), be16(p[4:]), be16(p[6:]))
+			}
+		}
+	case *image.NRGBA64: // 16-bit PNG with alpha
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			row := m.Pix[m.PixOffset(b.Min.X, y):]
+			for x := 0; x < w; x++ {
+				p := row[8*x:]
+				a := be16(p[6:])
+				out = appendNRGBA(out, be16(p[0:])*a/0xffff, be16(p[2:])*a/0xffff, be16(p[4:])*a/0xffff, a)
 			}
 		}
 	case *image.YCbCr:
@@ -196,3 +320,19 @@ func toRGB(img image.Image) []byte {
 	}
 	return out
 }
+
+// appendNRGBA appends the 8-bit colour of a premultiplied 16-bit pixel,
+// exactly as color.NRGBAModel converts it (the default case of toRGB,
+// without its interface calls: 16-bit PNGs decoded 3-4× slower by it).
+func appendNRGBA(out []byte, r, g, b, a uint32) []byte {
+	switch a {
+	case 0xffff:
+	case 0:
+		return append(out, 0, 0, 0)
+	default:
+		r, g, b = r*0xffff/a, g*0xffff/a, b*0xffff/a
+	}
+	return append(out, uint8(r>>8), uint8(g>>8), uint8(b>>8))
+}
+
+func be16(p []byte) uint32 { return uint32(p[0])<<8 | uint32(p[1]) }

@@ -12,6 +12,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"math"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -171,16 +172,28 @@ func TestDecodeErrors(t *testing.T) {
 		{"truncated png", good[:len(good)/2], 0, "corrupt or truncated PNG image"},
 		{"truncated header", good[:20], 0, "corrupt or truncated PNG image"},
 		{"corrupt jpeg", append(append([]byte{}, jpg[:30]...), bytes.Repeat([]byte{0x55}, 100)...), 0, "corrupt or truncated JPEG image"},
-		{"enormous png", pngHeader(100000, 100000), 0, "PNG image is 100000×100000 pixels, more than the limit of 50000000 pixels"},
+		{"enormous png", pngHeader(100000, 100000), 0, "PNG image is 100000×100000 pixels: width and height must be at most 8192 (the vision encoder's limit)"},
+		{"over the encoder's pixels", pngHeader(8192, 4097), 0, "PNG image is 8192×4097 pixels, more than the limit of 33554432 pixels"},
+		{"over the encoder's pixels, a larger limit", pngHeader(8192, 4097), 50_000_000, "more than the limit of 33554432 pixels"},
+		{"over the encoder's side", pngHeader(8193, 2), 0, "PNG image is 8193×2 pixels: width and height must be at most 8192"},
+		{"png bomb", pngHeader(8192, 4096), 0, "PNG image declares 8192×4096 pixels in 33 bytes: an image of more than 4194304 pixels may declare at most 1024 pixels per byte of its file (a decompression bomb)"},
+		{"webp bomb", webpBomb(5792, 5792), 0, "WebP image declares 5792×5792 pixels in 28 bytes: an image of more than 4194304 pixels may declare at most 1024 pixels per byte"},
 		{"overflowing png", pngHeader(0x7fffffff, 0x7fffffff), 0, "dimension overflow"},
-		{"wide png", pngHeader(1<<30, 1), 0, "more than the limit"},
+		{"wide png", pngHeader(1<<30, 1), 0, "width and height must be at most 8192"},
 		{"over a small limit", good, 14, "PNG image is 5×3 pixels, more than the limit of 14 pixels"},
 		{"truncated webp", readFile(t, "testdata/blue-purple-pink.lossy.webp")[:40], 0, "corrupt or truncated WebP image"},
 		{"gif header only", []byte("GIF89a\x01\x00\x01\x00"), 0, "corrupt or truncated GIF image"},
 	} {
+		before := Decodes()
 		_, _, _, err := Decode(tc.data, tc.maxPixels)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+		if _, herr := ReadHeader(tc.data, tc.maxPixels); herr == nil && strings.Contains(tc.want, "pixels") {
+			t.Errorf("%s: ReadHeader passed an image over the limits", tc.name)
+		}
+		if strings.Contains(tc.want, "pixels") && Decodes() != before {
+			t.Errorf("%s: refused after decoding, not from its header", tc.name)
 		}
 	}
 	if _, _, _, err := Decode(good, 15); err != nil {
@@ -322,5 +335,108 @@ func TestDecodeWAV(t *testing.T) {
 	}
 	if b, err := AudioData(base64.StdEncoding.EncodeToString(good), "wav"); err != nil || !bytes.Equal(b, good) {
 		t.Errorf("wav: %v", err)
+	}
+}
+
+// webpBomb is a lossless WebP of w×h pixels of one colour, 28 bytes
+// whatever its size: every prefix code has one symbol, so a pixel takes
+// no bits.
+func webpBomb(w, h int) []byte {
+	var bits uint64
+	n := 0
+	put := func(v uint64, width int) { bits |= v << n; n += width }
+	put(uint64(w-1), 14)
+	put(uint64(h-1), 14)
+	put(0, 1) // alpha unused
+	put(0, 3) // version
+	put(0, 1) // no transform
+	put(0, 1) // no colour cache
+	put(0, 1) // no meta prefix codes
+	for range 5 {
+		put(1, 1) // a simple code
+		put(0, 1) // of one symbol
+		put(0, 1) // of 1 bit
+		put(0, 1) // symbol 0
+	}
+	data := []byte{0x2f}
+	for i := 0; i < (n+7)/8; i++ {
+		data = append(data, byte(bits>>(8*i)))
+	}
+	le := func(v int) []byte { return binary.LittleEndian.AppendUint32(nil, uint32(v)) }
+	chunk := append(append([]byte("VP8L"), le(len(data))...), data...)
+	return append(append(append([]byte("RIFF"), le(4+len(chunk))...), []byte("WEBP")...), chunk...)
+}
+
+// The bomb's shape is a valid image: small, it decodes.
+func TestWebPBombDecodes(t *testing.T) {
+	b := webpBomb(64, 48)
+	if len(b) != 28 {
+		t.Fatalf("%d bytes, want 28", len(b))
+	}
+	hd, err := ReadHeader(b, 0)
+	if err != nil || hd.Width != 64 || hd.Height != 48 || hd.BytesPerPixel != 8 {
+		t.Fatalf("header %+v, %v", hd, err)
+	}
+	rgb, w, h, err := Decode(b, 0)
+	if err != nil || w != 64 || h != 48 || len(rgb) != 3*64*48 {
+		t.Fatalf("decode: %d×%d %d bytes, %v", w, h, len(rgb), err)
+	}
+	// 2048×2048 is within FreePixels: a flat image of that size passes.
+	if _, err := ReadHeader(webpBomb(2048, 2048), 0); err != nil {
+		t.Errorf("2048²: %v", err)
+	}
+}
+
+// The decoders' bytes per pixel follow the colour model the header
+// declares.
+func TestHeaderBytesPerPixel(t *testing.T) {
+	rgba64 := image.NewRGBA64(image.Rect(0, 0, 3, 2))
+	gray := image.NewGray(image.Rect(0, 0, 3, 2))
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want int
+	}{
+		{"png 8-bit", encodePNG(t, testImage()), 4},
+		{"png 16-bit", encodePNG(t, rgba64), 8},
+		{"png gray", encodePNG(t, gray), 1},
+		{"jpeg", encodeJPEG(t, testImage()), 3},
+		{"gif", encodeGIF(t), 1},
+		{"lossy webp", readFile(t, "testdata/blue-purple-pink.lossy.webp"), 3},
+	} {
+		hd, err := ReadHeader(tc.data, 0)
+		if err != nil || hd.BytesPerPixel != tc.want || hd.DecodeMemory() != hd.Pixels()*int64(tc.want+3) {
+			t.Errorf("%s: %+v %v, want %d bytes a pixel", tc.name, hd, err, tc.want)
+		}
+	}
+}
+
+// opaque hides an image's type so that toRGB takes its generic path.
+type opaque struct{ image.Image }
+
+// toRGB's fast paths for RGBA, RGBA64 and NRGBA64 give what the generic
+// colour conversion gives, translucent and transparent pixels included.
+func TestToRGBFastPaths(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	rect := image.Rect(2, 1, 19, 12) // not at the origin
+	rgba, rgba64, nrgba64 := image.NewRGBA(rect), image.NewRGBA64(rect), image.NewNRGBA64(rect)
+	for y := rect.Min.Y; y < rect.Max.Y; y++ {
+		for x := rect.Min.X; x < rect.Max.X; x++ {
+			a := uint16(r.IntN(3)) * 0x7fff // 0, half, full
+			if r.IntN(4) == 0 {
+				a = uint16(r.IntN(0x10000))
+			}
+			c := func() uint16 { return uint16(r.IntN(int(a) + 1)) }
+			rgba64.SetRGBA64(x, y, color.RGBA64{c(), c(), c(), a})
+			a8 := uint8(a >> 8)
+			c8 := func() uint8 { return uint8(r.IntN(int(a8) + 1)) }
+			rgba.SetRGBA(x, y, color.RGBA{c8(), c8(), c8(), a8})
+			nrgba64.SetNRGBA64(x, y, color.NRGBA64{uint16(r.Uint32()), uint16(r.Uint32()), uint16(r.Uint32()), a})
+		}
+	}
+	for _, img := range []image.Image{rgba, rgba64, nrgba64} {
+		if got, want := toRGB(img), toRGB(opaque{img}); !bytes.Equal(got, want) {
+			t.Errorf("%T: fast path differs from the generic conversion", img)
+		}
 	}
 }
