@@ -8,12 +8,15 @@ import (
 	"time"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/flight"
 )
 
-// A job that is running each time the server dies (kill -9, as an engine
-// abort would end it) runs again after each restart, and after the third
-// such death fails visibly instead of taking the server down forever; the
-// job queued behind it still runs. Nothing is lost: both stay listed.
+// A job that is running each time the server dies (kill -9, as Go's
+// fatal "out of memory" or an engine abort would end it) runs again
+// after the first death, alone, and after the second fails with the
+// reason instead of taking the server down again; the job queued behind
+// it still runs. Each restart names the job in its crash report. Nothing
+// is lost: both stay listed.
 func TestJobKilledRepeatedlyFailsVisibly(t *testing.T) {
 	models := t.TempDir()
 	abs, _ := filepath.Abs(testmodels.Testdata("stories260K.gguf"))
@@ -37,9 +40,13 @@ func TestJobKilledRepeatedlyFailsVisibly(t *testing.T) {
 	}
 	next := env.Data.ID
 
-	for attempt := 1; attempt <= 3; attempt++ {
+	for attempt := 1; attempt <= 2; attempt++ {
 		if attempt > 1 {
 			d = startDaemon(t, args...)
+			if log := d.log(); !strings.Contains(log, "FATAL: the previous process died with these requests in flight") ||
+				!strings.Contains(log, "id="+poison+" job ollama") || !strings.Contains(log, "queued again, to run alone") {
+				t.Fatalf("restart %d does not name the job that was running:\n%s", attempt, log)
+			}
 		}
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 			var env struct{ Data daemonJob }
@@ -50,6 +57,10 @@ func TestJobKilledRepeatedlyFailsVisibly(t *testing.T) {
 			if env.Data.Status > 1 || time.Now().After(deadline) {
 				t.Fatalf("attempt %d: job %+v\n%s", attempt, env.Data, d.log())
 			}
+		}
+		waitInFlight(t, data, poison)
+		if attempt == 2 && !strings.Contains(d.log(), `a job runs alone: the server died while it ran before" id=`+poison) {
+			t.Errorf("the suspect job did not run alone:\n%s", d.log())
 		}
 		d.kill(t)
 	}
@@ -66,7 +77,7 @@ func TestJobKilledRepeatedlyFailsVisibly(t *testing.T) {
 			t.Fatalf("jobs after the restarts: %+v", all)
 		}
 		if n.Status == 2 {
-			if p.Status != 3 || p.Attempts != 3 || !strings.Contains(p.Error, "the server stopped while it ran, 3 times") {
+			if p.Status != 3 || p.Attempts != 2 || !strings.Contains(p.Error, "the server died twice while running this job") {
 				t.Fatalf("the job that was running at each kill: %+v", p)
 			}
 			break
@@ -76,7 +87,21 @@ func TestJobKilledRepeatedlyFailsVisibly(t *testing.T) {
 		}
 	}
 	var failed struct{ Error string }
-	if code := d.call(t, "GET", "/api/v1/ollama/"+poison+"/results", "", "", &failed); code != 409 || !strings.Contains(failed.Error, "stopped while it ran") {
+	if code := d.call(t, "GET", "/api/v1/ollama/"+poison+"/results", "", "", &failed); code != 409 || !strings.Contains(failed.Error, "died twice") {
 		t.Fatalf("results of the failed job: %d %+v", code, failed)
+	}
+}
+
+// waitInFlight waits until the in-flight file in the data directory
+// names id: its run has begun, and a death now leaves it in the report.
+func waitInFlight(t *testing.T, data, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(filepath.Join(data, flight.FileName)); strings.Contains(string(b), `"id":"`+id+`"`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never in flight", id)
+		}
 	}
 }

@@ -92,6 +92,9 @@ func serve(args []string) error {
 	if err := setupLogging(*o.logLevel, *o.logFormat); err != nil {
 		return err
 	}
+	if err := applyMemoryLimit(*o.memoryLimit); err != nil { // serve_memory.go
+		return err
+	}
 	sc, err := o.schedConfig()
 	if err != nil {
 		return err
@@ -124,6 +127,7 @@ type serveOptions struct {
 	logLevel, origins, logFormat, maxBlob, minFree      *string
 	debugAddr                                           *string
 	metricsCompat, preload                              *string
+	memoryLimit                                         *string
 	drainTimeout                                        *time.Duration
 	parallel, numCtx, maxLoaded, maxQueue, maxCtx       *int
 	threads                                             *int
@@ -166,6 +170,7 @@ func parseServeFlags(args []string) (*serveOptions, error) {
 	o.metricsCompat = fs.String("metrics-compat", env("TADPOLE_METRICS_COMPAT", ""), "also export the model-server gauges (waiting and running requests, KV-cache use) under another server's names for a router that reads them: vllm (vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc, vllm:gpu_cache_usage_perc); empty: Tadpole's names only (TADPOLE_METRICS_COMPAT)")
 	o.drainTimeout = fs.Duration("drain-timeout", envDuration("TADPOLE_DRAIN_TIMEOUT", 30*time.Second), "on SIGTERM or SIGINT, how long running requests (streams) may go on while new ones are refused and /readyz fails; those still running then are cut (a second signal cuts them at once) (TADPOLE_DRAIN_TIMEOUT)")
 	o.preload = fs.String("preload", env("TADPOLE_PRELOAD", ""), "models to load at start and keep loaded, comma-separated; /readyz answers 503 until they are loaded, and one that cannot load stops the server (TADPOLE_PRELOAD)")
+	o.memoryLimit = fs.String("memory-limit", env("TADPOLE_MEMORY_LIMIT", "auto"), "soft limit of Go's heap (the collector works harder near it): auto (3/4 of the least of the machine's memory, the cgroup's limit and RLIMIT_AS), off, or a size such as 8GiB; GOMEMLIMIT wins when set; llama.cpp's memory is outside it (TADPOLE_MEMORY_LIMIT)")
 	o.api = addAPIFlags(fs)
 	o.boundary = addBoundaryFlags(fs)
 	fs.SortFlags = false

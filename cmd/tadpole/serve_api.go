@@ -120,6 +120,7 @@ func (f *apiFlags) apply(cfg *server.Config) error {
 	if dir == "" {
 		dir = filepath.Join(filepath.Dir(filepath.Clean(cfg.ModelsDir)), "data")
 	}
+	cfg.DataDir = dir // the in-flight file and crash reports (server/flight)
 	if cfg.Sched.PromptCache, err = f.decode.open(dir); err != nil {
 		return err
 	}
