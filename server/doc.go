@@ -26,8 +26,10 @@
 // Every request goes through, in order: a request ID; panic recovery;
 // the browser boundary (boundary.go, cors.go): the Host guard on loopback
 // listeners, the Origin guard and CORS; the request log, which also
-// counts and traces the request (server/telemetry) and lists it for the
-// report printed if llama.cpp aborts the process; the body type guard
+// counts and traces the request (server/telemetry) and gives it a slot
+// in the in-flight list (server/flight: Config.DataDir/inflight, which a
+// death of any kind leaves for the next start to report, and the report
+// printed if llama.cpp aborts the process); the body type guard
 // (JSON or form-encoded bodies only); authentication (server/auth: API
 // keys, the admin scope for model management, the per-key request rate,
 // per-key counters and the per-key bound on concurrent requests, which
