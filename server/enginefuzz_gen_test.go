@@ -128,6 +128,7 @@ var fuzzValues = []any{
 	[]any{map[string]any{"type": "function"}}, fuzzBadTools,
 	fuzzBias, map[string]any{"-1": 100, "99999999": -100, "abc": 1, "0": 1e300},
 	[]any{-5, 0, 99999, int64(1) << 40}, map[string]any{"include_usage": "yes"},
+	fuzzBombImages, fuzzBombDataURL, // image headers over the limits (imagebudget_test.go)
 }
 
 var fuzzPrompts = []func(n byte) string{

@@ -92,6 +92,11 @@ type Config struct {
 	// infer.DefaultMaxImages) and MaxImagePixels each image's width ×
 	// height (0: media.DefaultMaxPixels); more is a 400.
 	MaxImages, MaxImagePixels int
+	// MaxImageDecodeMemory bounds the memory that decoding the images of
+	// every request in flight takes at once (0:
+	// infer.DefaultMaxDecodeMemory): more waits its turn, a request that
+	// alone needs more is a 400 (infer.DecodeBudget).
+	MaxImageDecodeMemory int64
 	// AllowImageURLs lets requests name images by http(s) URL, which the
 	// server then fetches (media.Fetcher: public addresses only, checked
 	// at connect time; at most MaxBody bytes an image, 10 s, 3 redirects,
@@ -174,7 +179,8 @@ func New(cfg Config) *Server {
 	}
 	store := &models.Store{Dir: cfg.ModelsDir, MaxBlobSize: cfg.MaxBlobSize, MinFreeDisk: cfg.MinFreeDisk}
 	h := &ollama.Handler{Store: store, Sched: s.sched, Infer: &infer.Service{Store: store, Sched: s.sched, Telemetry: tel, Drafts: cfg.Drafts,
-		MediaLimits: infer.MediaLimits{MaxImages: cfg.MaxImages, MaxImagePixels: cfg.MaxImagePixels, Fetcher: imageFetcher(cfg)}}, AllowRegistries: cfg.AllowRegistries}
+		MediaLimits: infer.MediaLimits{MaxImages: cfg.MaxImages, MaxImagePixels: cfg.MaxImagePixels, Fetcher: imageFetcher(cfg),
+			Budget: infer.NewDecodeBudget(cfg.MaxImageDecodeMemory, s.sched.Config().MaxQueue)}}, AllowRegistries: cfg.AllowRegistries}
 	h.Register(e)
 	s.infer = h.Infer
 	s.registerHealth(e)

@@ -29,6 +29,7 @@ type apiFlags struct {
 	responsesTTL *string
 	// images and audio
 	maxImages, maxImagePixels *int
+	maxDecodeMemory           *string
 	allowImageURLs            *bool
 	// the job database (serve_db.go)
 	db *dbFlags
@@ -56,7 +57,9 @@ func addAPIFlags(fs *pflag.FlagSet) *apiFlags {
 		maxImages: fs.Int("max-images", envInt("TADPOLE_MAX_IMAGES", infer.DefaultMaxImages),
 			"most images and audio clips in one request; more get 400 (TADPOLE_MAX_IMAGES)"),
 		maxImagePixels: fs.Int("max-image-pixels", envInt("TADPOLE_MAX_IMAGE_PIXELS", media.DefaultMaxPixels),
-			"largest image in pixels (width × height), checked before it is decoded; larger ones get 400 (TADPOLE_MAX_IMAGE_PIXELS)"),
+			"largest image in pixels (width × height), checked before it is decoded, at most the vision encoder's 33554432 (its default); larger ones get 400 (TADPOLE_MAX_IMAGE_PIXELS)"),
+		maxDecodeMemory: fs.String("max-image-decode-memory", env("TADPOLE_MAX_IMAGE_DECODE_MEMORY", "1GiB"),
+			"memory the images of all requests may take at once while decoded, e.g. 1GiB: more wait their turn (503 when --max-queue already wait), a request that alone needs more gets 400 (TADPOLE_MAX_IMAGE_DECODE_MEMORY)"),
 		allowImageURLs: fs.Bool("allow-image-urls", envBool("TADPOLE_ALLOW_IMAGE_URLS"),
 			"fetch the images requests name by http(s) URL: public addresses only (checked at connect time), at most --max-body bytes and 10s each, 3 redirects, --max-images a request; off, such URLs get 400 (TADPOLE_ALLOW_IMAGE_URLS)"),
 		db:     addDBFlags(fs),
@@ -108,10 +111,13 @@ func (f *apiFlags) apply(cfg *server.Config) error {
 	if *f.maxImages < 1 {
 		return fmt.Errorf("--max-images must be at least 1, not %d", *f.maxImages)
 	}
-	if *f.maxImagePixels < 1 {
-		return fmt.Errorf("--max-image-pixels must be at least 1, not %d", *f.maxImagePixels)
+	if *f.maxImagePixels < 1 || *f.maxImagePixels > media.MaxPixels {
+		return fmt.Errorf("--max-image-pixels must be 1 to %d (the vision encoder's limit), not %d", media.MaxPixels, *f.maxImagePixels)
 	}
 	cfg.MaxImages, cfg.MaxImagePixels = *f.maxImages, *f.maxImagePixels
+	if cfg.MaxImageDecodeMemory, err = bytes.Parse(*f.maxDecodeMemory); err != nil || cfg.MaxImageDecodeMemory <= 0 {
+		return fmt.Errorf("--max-image-decode-memory: want a size such as 1GiB, not %q", *f.maxDecodeMemory)
+	}
 	cfg.AllowImageURLs = *f.allowImageURLs
 	if cfg.AllowImageURLs {
 		slog.Info("image URLs are fetched", "max_bytes", cfg.MaxBody, "max_per_request", cfg.MaxImages)

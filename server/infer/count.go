@@ -18,9 +18,11 @@ func (s *Service) CountTokens(ctx context.Context, req *Request) (int, error) {
 		return 0, err
 	}
 	defer in.Release()
-	if err := s.checkMedia(in, req); err != nil {
+	releaseMedia, err := s.checkMedia(ctx, in, req)
+	if err != nil {
 		return 0, err
 	}
+	defer releaseMedia()
 	req = withModelDefaults(req, in.Entry)
 	if len(req.Media) > 0 {
 		return mediaPromptSize(in, req)

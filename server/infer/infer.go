@@ -329,21 +329,34 @@ func entryOptionsFrom(entry models.Entry, opts api.Options) (api.Options, error)
 }
 
 // checkMedia decodes and checks req's media for the instance's projector
-// (none, vision, audio) and the --max-images/--max-image-pixels limits.
-func (s *Service) checkMedia(in *Instance, req *Request) error {
+// (none, vision, audio) and the --max-images/--max-image-pixels limits,
+// under the decode budget (media.go); release drops them.
+func (s *Service) checkMedia(ctx context.Context, in *Instance, req *Request) (release func(), err error) {
+	if len(req.Media) == 0 {
+		return func() {}, nil
+	}
+	enc, lim, err := s.mediaEncoders(in, req)
+	if err != nil {
+		return nil, err
+	}
+	return req.checkMedia(ctx, enc, lim)
+}
+
+// mediaEncoders are what the instance's loaded projector encodes (no file
+// is read again) and the media limits with its audio rate.
+func (s *Service) mediaEncoders(in *Instance, req *Request) (encoders, MediaLimits, error) {
 	lim := s.MediaLimits
 	if in.Projector != nil && in.Projector.AudioRate() > 0 {
 		lim.AudioRate = in.Projector.AudioRate()
 	}
 	if len(req.Media) > 0 && in.projectorErr != nil {
-		return Errorf(LoadFailed, "model %q: its projector cannot be loaded, so it serves text only: %v", req.Model, in.projectorErr)
+		return encoders{}, lim, Errorf(LoadFailed, "model %q: its projector cannot be loaded, so it serves text only: %v", req.Model, in.projectorErr)
 	}
-	// The loaded projector says what it encodes: no file is read again.
 	enc := encoders{model: in.Name}
 	if p := in.Projector; p != nil {
 		enc.projector, enc.vision, enc.audio = true, p.Vision(), p.Audio()
 	}
-	return req.checkMedia(enc, lim)
+	return enc, lim, nil
 }
 
 // Start renders and tokenizes the request's prompt and queues it on the
@@ -354,16 +367,17 @@ func (s *Service) checkMedia(in *Instance, req *Request) error {
 // not.
 func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Stream, error) {
 	flight.Mark(ctx, flight.Rendering, in.Name) // images decoded, prompt rendered and tokenized, grammar built
-	if err := s.checkMedia(in, req); err != nil {
+	releaseMedia, err := s.checkMedia(ctx, in, req)
+	if err != nil {
 		return nil, err
 	}
+	defer releaseMedia() // encoded by mediaPrompt: the pixels are not needed after
 	req = withModelDefaults(req, in.Entry)
 	var tokens []engine.Token
 	var embeds []runner.Embeds
 	var out chatparse.Options
-	var err error
 	if len(req.Media) > 0 {
-		tokens, embeds, out, err = mediaPrompt(ctx, in, req) // mediaprompt.go
+		tokens, embeds, out, err = req.shared.prompt(ctx, in, req) // mediaprompt.go, once for a request's choices
 	} else {
 		tokens, out, err = render(in.Model, req)
 	}
@@ -498,12 +512,12 @@ func render(m *engine.Model, req *Request) ([]engine.Token, chatparse.Options, e
 		toks, err := fimPrompt(m, req)
 		return toks, chatparse.Options{}, err
 	}
-	text, out, err := renderText(m, req)
+	text, literal, out, err := renderClient(m, req)
 	if err != nil {
 		return nil, out, err
 	}
 	tokens := contextTokens(req)
-	more, err := m.Tokenize(text, len(tokens) == 0, true)
+	more, err := m.TokenizeLiteral(text, len(tokens) == 0, literal)
 	if err != nil {
 		return nil, out, Errorf(BadRequest, "%v", err)
 	}

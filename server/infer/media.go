@@ -2,10 +2,15 @@ package infer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/media"
 )
 
@@ -36,6 +41,9 @@ type Media struct {
 	RGB           []byte
 	Width, Height int
 	PCM           []float32
+	// decoded: RGB or PCM hold this medium, decoded (PrepareMedia, or a
+	// Start's own decoding, which drops them when it returns).
+	decoded bool
 }
 
 // MediaRef places one of a request's media in a chat message.
@@ -58,6 +66,9 @@ type MediaRef struct {
 type MediaInput struct {
 	Media        []Media
 	MessageMedia [][]MediaRef
+	// shared is the prompt that copies of one request (OpenAI's n
+	// choices) render, tokenize and encode once (PrepareMedia).
+	shared *sharedPrompt
 }
 
 // AddMessageMedia appends m to the request's media and places it in
@@ -76,8 +87,12 @@ type MediaLimits struct {
 	// DefaultMaxImages).
 	MaxImages int
 	// MaxImagePixels bounds each image's width × height (0:
-	// media.DefaultMaxPixels).
+	// media.DefaultMaxPixels; never more than the encoder's
+	// media.MaxPixels).
 	MaxImagePixels int
+	// Budget bounds the memory and CPU of decoding over every request at
+	// once (nil: a process-wide budget of DefaultMaxDecodeMemory).
+	Budget *DecodeBudget
 	// AudioRate is the sample rate audio is decoded at (0:
 	// DefaultAudioRate); the projector's own rate when it is known.
 	AudioRate int
@@ -88,22 +103,23 @@ type MediaLimits struct {
 }
 
 // CheckMedia checks a request's media against the model and the limits,
-// and decodes them (Media.RGB, Width, Height, PCM), before anything of
-// them reaches the engine. Every error is a 400: more media than
-// MaxImages; a model without a projector, or whose projector lacks the
-// encoder for an image or an audio clip ("model X does not support
-// images"); a message ref out of range; a file that does not decode or is
-// over the pixel limit (naming which, by its Field). A request without
-// media passes whatever the model.
-func (r *Request) CheckMedia(e models.Entry, lim MediaLimits) error {
+// and decodes them (Media.RGB, Width, Height, PCM) under the decode
+// budget, before anything of them reaches the engine; release drops them
+// and gives the budget back. Every error about the media is a 400: more
+// media than MaxImages; a model without a projector, or whose projector
+// lacks the encoder for an image or an audio clip ("model X does not
+// support images"); a message ref out of range; a file that does not
+// decode or is over a limit (naming which, by its Field). A request
+// without media passes whatever the model.
+func (r *Request) CheckMedia(ctx context.Context, e models.Entry, lim MediaLimits) (release func(), err error) {
 	if len(r.Media) == 0 {
-		return nil
+		return func() {}, nil
 	}
 	enc, err := entryEncoders(e, r.Model)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return r.checkMedia(enc, lim)
+	return r.checkMedia(ctx, enc, lim)
 }
 
 // encoders are what a model's projector can encode.
@@ -131,35 +147,161 @@ func entryEncoders(e models.Entry, name string) (encoders, error) {
 }
 
 // checkMedia is CheckMedia with the projector's encoders known (from its
-// file, or from the loaded projector: Start reads no file).
-func (r *Request) checkMedia(enc encoders, lim MediaLimits) error {
+// file, or from the loaded projector: Start reads no file). It decodes
+// into a copy of the media (the slice may be shared with copies of this
+// request: OpenAI's n choices) unless PrepareMedia has decoded them;
+// release drops what it decoded and gives its budget back.
+func (r *Request) checkMedia(ctx context.Context, enc encoders, lim MediaLimits) (release func(), err error) {
 	if len(r.Media) == 0 {
-		return nil
+		return func() {}, nil
 	}
 	if err := r.checkMediaModel(enc, lim); err != nil {
-		return err
+		return nil, err
 	}
+	if !slices.ContainsFunc(r.Media, func(m Media) bool { return !m.decoded }) {
+		return func() {}, nil // PrepareMedia's: its caller releases them
+	}
+	r.Media = slices.Clone(r.Media)
+	return r.decodeMedia(ctx, lim)
+}
+
+// decodeMedia decodes r.Media in place: their headers are checked (a 400
+// naming the medium and the limit), the memory they need is taken from
+// the decode budget (Media.decodeCost), then each is decoded. release
+// drops the decoded media and gives the memory back.
+func (r *Request) decodeMedia(ctx context.Context, lim MediaLimits) (release func(), err error) {
 	rate := lim.AudioRate
 	if rate <= 0 {
 		rate = DefaultAudioRate
 	}
-	// The slice may be shared with copies of this request (OpenAI's n
-	// choices): decode into a copy of it.
-	r.Media = slices.Clone(r.Media)
+	var need int64
+	for i := range r.Media {
+		n, err := r.Media[i].decodeCost(i, lim)
+		if err != nil {
+			return nil, err
+		}
+		need += n
+	}
+	budget := lim.Budget
+	if budget == nil {
+		budget = defaultBudget()
+	}
+	give, err := budget.acquire(ctx, need)
+	switch {
+	case errors.Is(err, errOverBudget):
+		return nil, Errorf(BadRequest, "the request's %d images and audio clips need %d bytes of memory to decode, more than the server's whole budget of %d bytes (--max-image-decode-memory): send fewer or smaller images", len(r.Media), need, budget.Limit())
+	case errors.Is(err, errBudgetQueue):
+		return nil, Errorf(Unavailable, "server busy: %d requests already wait to decode their images (the queue bound, --max-queue)", budget.maxWaiters)
+	case err != nil:
+		return nil, &Error{Kind: BadRequest, Err: fmt.Errorf("request cancelled while waiting to decode its images: %w", err)}
+	}
+	release = func() {
+		for i := range r.Media {
+			m := &r.Media[i]
+			m.RGB, m.PCM, m.decoded = nil, nil, false
+		}
+		give()
+	}
 	for i := range r.Media {
 		m := &r.Media[i]
-		field := mediaName(*m, i)
-		var err error
-		if m.Audio {
-			m.PCM, err = media.DecodeWAV(m.Data, rate)
-		} else {
-			m.RGB, m.Width, m.Height, err = media.Decode(m.Data, lim.MaxImagePixels)
+		if m.decoded {
+			continue
 		}
-		if err != nil {
-			return &ParamError{Param: m.Field, Message: fmt.Sprintf("%s: %v", field, err)}
+		var derr error
+		if err := budget.decode(ctx, func() {
+			if m.Audio {
+				m.PCM, derr = media.DecodeWAV(m.Data, rate)
+			} else {
+				m.RGB, m.Width, m.Height, derr = media.Decode(m.Data, lim.MaxImagePixels)
+			}
+		}); err != nil {
+			release()
+			return nil, &Error{Kind: BadRequest, Err: fmt.Errorf("request cancelled while waiting to decode its images: %w", err)}
 		}
+		if derr != nil {
+			release()
+			return nil, &ParamError{Param: m.Field, Message: fmt.Sprintf("%s: %v", mediaName(*m, i), derr)}
+		}
+		m.decoded = true
 	}
-	return nil
+	return release, nil
+}
+
+// decodeCost is the memory decoding m takes until its request is
+// encoded, from its header (checked: a 400 over a limit): an image's
+// decoder buffer and packed RGB (media.Header.DecodeMemory) and mtmd's
+// copy of the RGB; a WAV clip at most 4 bytes per byte of file (16-bit
+// samples as float32, resampled to at most twice their number).
+func (m *Media) decodeCost(i int, lim MediaLimits) (int64, error) {
+	if m.Audio {
+		return 4 * int64(len(m.Data)), nil
+	}
+	h, err := media.ReadHeader(m.Data, lim.MaxImagePixels)
+	if err != nil {
+		return 0, &ParamError{Param: m.Field, Message: fmt.Sprintf("%s: %v", mediaName(*m, i), err)}
+	}
+	return h.DecodeMemory() + 3*h.Pixels(), nil
+}
+
+// defaultBudget is the budget of a Service whose MediaLimits name none.
+var defaultBudget = sync.OnceValue(func() *DecodeBudget { return NewDecodeBudget(0, 0) })
+
+// PrepareMedia decodes the media of choices, copies of one request that
+// differ only in their sampling options and share its Media slice
+// (OpenAI's n choices), once for all of them; their Start then decodes
+// nothing, and renders, tokenizes and encodes the media prompt once, the
+// others taking the same tokens and embeddings. The caller calls release
+// once every choice has started.
+func (s *Service) PrepareMedia(ctx context.Context, in *Instance, choices ...*Request) (release func(), err error) {
+	if len(choices) == 0 || len(choices[0].Media) == 0 {
+		return func() {}, nil
+	}
+	req := choices[0]
+	enc, lim, err := s.mediaEncoders(in, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := req.checkMediaModel(enc, lim); err != nil {
+		return nil, err
+	}
+	release, err = req.decodeMedia(ctx, lim)
+	if err != nil {
+		return nil, err
+	}
+	sp := &sharedPrompt{in: in}
+	for _, c := range choices {
+		c.Media, c.shared = req.Media, sp
+	}
+	return release, nil
+}
+
+// sharedPrompt is the media prompt of the choices of one request: made
+// by the first that starts, reused by the others.
+type sharedPrompt struct {
+	in     *Instance
+	mu     sync.Mutex
+	done   bool
+	tokens []engine.Token
+	embeds []runner.Embeds // their Data are only read: shared
+	out    chatparse.Options
+}
+
+// prompt is mediaPrompt for req, made once for every request sharing sp
+// (nil: made for req alone).
+func (sp *sharedPrompt) prompt(ctx context.Context, in *Instance, req *Request) ([]engine.Token, []runner.Embeds, chatparse.Options, error) {
+	if sp == nil || sp.in != in {
+		return mediaPrompt(ctx, in, req)
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if !sp.done {
+		tokens, embeds, out, err := mediaPrompt(ctx, in, req)
+		if err != nil {
+			return nil, nil, out, err
+		}
+		sp.tokens, sp.embeds, sp.out, sp.done = tokens, embeds, out, true
+	}
+	return slices.Clone(sp.tokens), slices.Clone(sp.embeds), sp.out, nil
 }
 
 // AcquireFor is Acquire for req's model, options and keep_alive, with
@@ -179,6 +321,11 @@ func (s *Service) AcquireFor(ctx context.Context, req *Request) (*Instance, erro
 		}
 		if err := req.checkMediaModel(enc, s.MediaLimits); err != nil {
 			return nil, err
+		}
+		for i := range req.Media { // a bomb is refused before the model loads
+			if _, err := req.Media[i].decodeCost(i, s.MediaLimits); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return s.Acquire(ctx, req.Model, req.Options, req.KeepAlive)

@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"context"
 	"image"
 	"image/png"
 	"path/filepath"
@@ -38,11 +39,16 @@ func TestCheckMedia(t *testing.T) {
 	if len(req.MessageMedia) != 2 || req.MessageMedia[0] != nil || req.MessageMedia[1][1] != (MediaRef{Index: 1, Offset: 6}) {
 		t.Fatalf("MessageMedia %+v", req.MessageMedia)
 	}
-	if err := req.CheckMedia(e, MediaLimits{}); err != nil {
+	release, err := req.CheckMedia(context.Background(), e, MediaLimits{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if m := req.Media[1]; m.Width != 3 || m.Height != 2 || len(m.RGB) != 18 || shared[1].RGB != nil {
 		t.Errorf("decoded %d×%d (%d bytes); shared slice written: %v", m.Width, m.Height, len(m.RGB), shared[1].RGB != nil)
+	}
+	release()
+	if req.Media[1].RGB != nil {
+		t.Error("release kept the pixels")
 	}
 
 	for _, tc := range []struct {
@@ -70,7 +76,7 @@ func TestCheckMedia(t *testing.T) {
 			return r
 		}, MediaLimits{}, "media placed in message 0 of 0"},
 	} {
-		err := tc.req().CheckMedia(e, tc.lim)
+		_, err := tc.req().CheckMedia(context.Background(), e, tc.lim)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
@@ -80,11 +86,11 @@ func TestCheckMedia(t *testing.T) {
 	textStore := &models.Store{Dir: t.TempDir()}
 	testmodels.WriteBigram(filepath.Join(textStore.Dir, "text.gguf"))
 	te, _ := textStore.Resolve("text")
-	err = (&Request{Model: "text", MediaInput: MediaInput{Media: []Media{{Data: img}}}}).CheckMedia(te, MediaLimits{})
+	_, err = (&Request{Model: "text", MediaInput: MediaInput{Media: []Media{{Data: img}}}}).CheckMedia(context.Background(), te, MediaLimits{})
 	if err == nil || KindOf(err) != BadRequest || !strings.Contains(err.Error(), `model "text" does not support images`) {
 		t.Errorf("text-only: %v", err)
 	}
-	if err := (&Request{Model: "text"}).CheckMedia(te, MediaLimits{}); err != nil {
+	if _, err := (&Request{Model: "text"}).CheckMedia(context.Background(), te, MediaLimits{}); err != nil {
 		t.Errorf("no media: %v", err)
 	}
 }

@@ -48,6 +48,18 @@ func (h *Handler) start(ctx context.Context, model string, reqs []*infer.Request
 		cancel()
 		return nil, inferError(err, model)
 	}
+	// A prompt's n choices are copies of one request sharing its media:
+	// they are decoded once, here, and encoded once, not once per choice;
+	// the pixels are dropped once every choice has started.
+	for i := 0; i+n <= len(reqs); i += n {
+		release, err := h.Infer.PrepareMedia(ctx, in, reqs[i:i+n]...)
+		if err != nil {
+			in.Release()
+			cancel()
+			return nil, inferError(err, model)
+		}
+		defer release()
+	}
 	g := &gen{in: in, n: n, count: len(reqs), notify: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 	for _, r := range reqs {
 		r.Notify = g.notify
