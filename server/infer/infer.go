@@ -512,12 +512,12 @@ func render(m *engine.Model, req *Request) ([]engine.Token, chatparse.Options, e
 		toks, err := fimPrompt(m, req)
 		return toks, chatparse.Options{}, err
 	}
-	text, literal, out, err := renderClient(m, req)
+	text, out, err := renderText(m, req)
 	if err != nil {
 		return nil, out, err
 	}
 	tokens := contextTokens(req)
-	more, err := m.TokenizeLiteral(text, len(tokens) == 0, literal)
+	more, err := m.Tokenize(text, len(tokens) == 0, true)
 	if err != nil {
 		return nil, out, Errorf(BadRequest, "%v", err)
 	}
