@@ -99,13 +99,9 @@ var goTemplateFuncs = template.FuncMap{
 }
 
 func execTemplate(tmpl string, data map[string]any) (string, error) {
-	t, err := template.New("prompt").Option("missingkey=zero").Funcs(goTemplateFuncs).Parse(tmpl)
-	if err != nil {
-		return "", Errorf(BadRequest, "invalid template: %v", err)
-	}
 	var b bytes.Buffer
-	if err := t.Execute(&b, data); err != nil {
-		return "", Errorf(BadRequest, "template: %v", err)
+	if err := renderGoTemplate(&b, tmpl, data, goTemplateBudget); err != nil {
+		return "", err
 	}
 	return b.String(), nil
 }
