@@ -68,6 +68,7 @@ type Model struct {
 	// made on first use.
 	cutsOnce sync.Once
 	cuts     *tokenCuts
+	control  controlTexts // control tokens' texts (literal.go)
 }
 
 //export tadpoleProgress

@@ -245,7 +245,7 @@ func (p *Projector) Tokenize(text string, media []*Media, addSpecial, parseSpeci
 	}
 	for _, part := range strings.Split(text, Marker()) {
 		if len(part) > longText {
-			return p.tokenizeParts(text, media, addSpecial, parseSpecial)
+			return p.tokenizeParts(text, media, addSpecial, parseSpecial, nil)
 		}
 	}
 	return p.tokenize(text, media, addSpecial, parseSpecial)
@@ -263,7 +263,10 @@ const longText = 4 << 10
 // text; BOS before the first chunk and EOS after the last when
 // addSpecial and the vocabulary asks; text tokens side by side in one
 // chunk), with the text parts tokenized by the model's Tokenize.
-func (p *Projector) tokenizeParts(text string, media []*Media, addSpecial, parseSpecial bool) ([]Chunk, error) {
+//
+// literal (with parseSpecial) are spans of text tokenized without special
+// parsing (engine.Model.TokenizeLiteral).
+func (p *Projector) tokenizeParts(text string, media []*Media, addSpecial, parseSpecial bool, literal [][2]int) ([]Chunk, error) {
 	var out []Chunk
 	addText := func(toks []engine.Token) {
 		if len(toks) == 0 {
@@ -275,8 +278,16 @@ func (p *Projector) tokenizeParts(text string, media []*Media, addSpecial, parse
 		}
 		out = append(out, Chunk{Text: append([]engine.Token(nil), toks...)})
 	}
+	at := 0
 	for i, part := range strings.Split(text, Marker()) {
-		toks, err := p.model.Tokenize(part, false, parseSpecial)
+		var toks []engine.Token
+		var err error
+		if spans := within(literal, at, at+len(part)); parseSpecial && len(spans) > 0 {
+			toks, err = p.model.TokenizeLiteral(part, false, spans)
+		} else {
+			toks, err = p.model.Tokenize(part, false, parseSpecial)
+		}
+		at += len(part) + len(Marker())
 		if err != nil {
 			CloseChunks(out)
 			return nil, err

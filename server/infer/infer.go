@@ -274,6 +274,9 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 	if window == 0 {
 		window = si.DefaultCtx
 	}
+	// A num_ctx past the model's largest window was capped by the
+	// scheduler: the window is the instance's context.
+	window = min(window, si.NumCtx)
 	return &Instance{Instance: si, Name: name, Entry: entry, LoadDuration: loadDur, Window: window, projectorErr: s.Sched.ProjectorError(si),
 		release: func() { s.Sched.Release(si, ka); leaveKey() }, telemetry: s.Telemetry, admit: s.admit}, nil
 }
@@ -512,12 +515,12 @@ func render(m *engine.Model, req *Request) ([]engine.Token, chatparse.Options, e
 		toks, err := fimPrompt(m, req)
 		return toks, chatparse.Options{}, err
 	}
-	text, out, err := renderText(m, req)
+	text, literal, out, err := renderClient(m, req)
 	if err != nil {
 		return nil, out, err
 	}
 	tokens := contextTokens(req)
-	more, err := m.Tokenize(text, len(tokens) == 0, true)
+	more, err := m.TokenizeLiteral(text, len(tokens) == 0, literal)
 	if err != nil {
 		return nil, out, Errorf(BadRequest, "%v", err)
 	}

@@ -94,7 +94,7 @@ func tokenizeMedia(in *Instance, req *Request) ([]engine.Token, []mtmd.Chunk, ch
 		return nil, nil, out, Errorf(BadRequest, "model %q: its projector (%s) uses M-RoPE image positions, which are not supported yet", req.Model, proj.Type())
 	}
 	marked, order := withMarkers(req)
-	text, out, err := renderText(in.Model, marked)
+	text, literal, out, err := renderClient(in.Model, marked)
 	if err != nil {
 		return nil, nil, out, err
 	}
@@ -112,7 +112,7 @@ func tokenizeMedia(in *Instance, req *Request) ([]engine.Token, []mtmd.Chunk, ch
 		media = append(media, m)
 	}
 	tokens := contextTokens(req)
-	chunks, err := proj.Tokenize(text, media, len(tokens) == 0, true)
+	chunks, err := proj.TokenizeLiteral(text, media, len(tokens) == 0, literal)
 	if err != nil {
 		return nil, nil, out, Errorf(BadRequest, "%v", err)
 	}
