@@ -11,7 +11,9 @@
 // chat/completions/embeddings, Open WebUI chat, streamed and not; Anura
 // jobs submitted and polled, Anura SSE chat) on both models, with small
 // num_predict, keep_alive 0 on one request in 20 (models unload and load
-// again) and one stream in 8 cancelled after a few chunks.
+// again) and one stream in 8 cancelled after a few chunks; -hostile
+// (default 1%) of the requests are attacks (hostile.go), each of which
+// must get its expected answer.
 //
 // Every -report it prints the requests ok, cancelled, failed and refused
 // on purpose (429/503), p50/p99 time to first token, and the server's
@@ -45,6 +47,7 @@ func main() {
 	seed := flag.Uint64("seed", 1, "seed of the clients' choices")
 	serveFlags := flag.String("serve-flags", "--parallel 4 --context-length 512", "further flags of tadpole serve")
 	keep := flag.Bool("keep", false, "keep the temporary directory (models, data, server.log)")
+	flag.Float64Var(&hostileRate, "hostile", hostileRate, "share of requests that are attacks (template bombs, forged turn markers, a huge enum), each answered as it must be")
 	flag.Parse()
 	if *warmup == 0 {
 		*warmup = min(*duration/5, time.Minute)
@@ -222,6 +225,9 @@ func settle(srv *server, tr *http.Transport) sample {
 
 // pick chooses a request kind by weight.
 func pick(r *rand.Rand) kind {
+	if r.Float64() < hostileRate {
+		return hostile[r.IntN(len(hostile))]
+	}
 	total := 0
 	for _, k := range kinds {
 		total += k.weight
