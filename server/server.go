@@ -291,15 +291,19 @@ func (s *Server) requestLog(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx, span := s.telemetry.Start(flight.NewContext(req.Context(), slot), req.Method+" "+c.Path())
 		c.SetRequest(req.WithContext(ctx))
 		err := next(c)
-		if err != nil {
-			c.Error(err)
-		}
 		res := c.Response()
+		status := res.Status
+		if clientGone(req.Context(), res, slot) { // clientgone.go: 499, never the 500 of a cancellation
+			status = StatusClientClosedRequest
+		} else if err != nil {
+			c.Error(err)
+			status = res.Status
+		}
 		model, _ := c.Get("model").(string)
-		s.telemetry.Request(ctx, c.Path(), model, res.Status)
-		span.SetAttributes(attribute.Int("http.status_code", res.Status), attribute.String("model", model))
+		s.telemetry.Request(ctx, c.Path(), model, status)
+		span.SetAttributes(attribute.Int("http.status_code", status), attribute.String("model", model))
 		span.End()
-		slog.Info("request", "method", req.Method, "path", req.URL.Path, "status", res.Status, "model", model,
+		slog.Info("request", "method", req.Method, "path", req.URL.Path, "status", status, "model", model,
 			"took", time.Since(start).Round(time.Microsecond), "id", res.Header().Get(echo.HeaderXRequestID))
 		return nil
 	}

@@ -186,6 +186,17 @@ func (s *Slot) Mark(phase Phase, model string) {
 	s.mu.Unlock()
 }
 
+// Phase is the phase the request last entered ("" for none, or a nil
+// slot).
+func (s *Slot) Phase() Phase {
+	if s == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.e.Phase
+}
+
 type ctxKey struct{}
 
 // NewContext returns ctx carrying the request's slot.
