@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
@@ -198,7 +199,7 @@ func (c *PromptCache) lookup(key string, prompt []engine.Token, min int) (n int,
 	c.touchDisk(e)
 	return n, e.tokens, func(ctx *engine.Context, seq int) error {
 		t0 := time.Now()
-		data, err := readEntry(e.path, e.key)
+		data, err := readEntry(e.path, e.key, e.size)
 		if err == nil {
 			err = ctx.SetSeqState(seq, data)
 		}
@@ -529,11 +530,32 @@ func readHeader(r io.Reader, fileSize int64) (key string, tokens []engine.Token,
 	return string(kb), tokens, dataLen, nil
 }
 
-// readEntry reads and checks a whole entry of key, returning its state.
-func readEntry(path, key string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+// readEntry reads and checks a whole entry of key, which was size bytes
+// when it was written or indexed, returning its state. The file is
+// checked before it is read: opened without following a symbolic link
+// and without blocking (O_NONBLOCK: a FIFO planted in its place would
+// block open and read forever, on the decode loop), it must be a regular
+// file of exactly size bytes (a link to /dev/zero, or a file grown since,
+// is refused rather than read without end).
+func readEntry(path, key string, size int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: not a regular file (%v)", errBadEntry, fi.Mode().Type())
+	}
+	if fi.Size() != size {
+		return nil, fmt.Errorf("%w: %d bytes, %d when written", errBadEntry, fi.Size(), size)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadEntry, err)
 	}
 	if len(b) < sha256.Size {
 		return nil, errBadEntry

@@ -1,10 +1,13 @@
 package runner
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
 )
@@ -128,7 +131,7 @@ func TestPromptCache(t *testing.T) {
 	// Removed when read (a later save of the same prompt may write it
 	// anew, whole).
 	if _, err := os.Stat(flipped); !os.IsNotExist(err) {
-		if _, err := readEntry(flipped, "x"); err == nil || strings.Contains(err.Error(), "checksum") {
+		if _, err := readEntry(flipped, "x", int64(len(data))); err == nil || strings.Contains(err.Error(), "checksum") {
 			t.Errorf("the damaged entry is still there: %v", err)
 		}
 	}
@@ -311,5 +314,68 @@ func TestPromptCacheSupersedes(t *testing.T) {
 	}
 	if sum != pc.ramUsed {
 		t.Errorf("RAM counted %d, entries hold %d", pc.ramUsed, sum)
+	}
+}
+
+// An entry replaced by a FIFO (whose open and read would block the decode
+// loop for ever), or by a symbolic link to an endless file, is refused
+// when it is to be restored, without blocking: the request prefills cold
+// and answers as it would have, and the planted file is removed.
+func TestPromptCacheEntryNotAFile(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	a, b := longPrompt(t, m, "cat"), longPrompt(t, m, "dog")
+	reqA := Request{Prompt: a, NumPredict: 24}
+	reqB := Request{Prompt: b, NumPredict: 24}
+	wantA := func() string { c := newCachedRunner(t, m, nil); defer c.Close(); return run(t, c, reqA).text }()
+	for name, plant := range map[string]func(path string) error{
+		"fifo":             func(path string) error { return syscall.Mkfifo(path, 0o600) },
+		"link to a device": func(path string) error { return os.Symlink("/dev/zero", path) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			pc := NewPromptCache(0, dir, 1<<30)
+			r := newCachedRunner(t, m, pc)
+			defer r.Close()
+			run(t, r, reqA)
+			run(t, r, reqB) // A's state goes to disk
+			pc.Wait()
+			files, _ := filepath.Glob(filepath.Join(dir, "*"+entryExt))
+			if len(files) != 1 {
+				t.Fatalf("%d entries on disk, want A's", len(files))
+			}
+			if err := os.Remove(files[0]); err != nil {
+				t.Fatal(err)
+			}
+			if err := plant(files[0]); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan string, 1)
+			go func() {
+				events, err := generate(r, context.Background(), reqA)
+				if err != nil {
+					done <- "error: " + err.Error()
+					return
+				}
+				var text strings.Builder
+				for ev := range events {
+					text.WriteString(ev.Text)
+					if ev.Done && ev.Err != nil {
+						text.WriteString(" error: " + ev.Err.Error())
+					}
+				}
+				done <- text.String()
+			}()
+			select {
+			case got := <-done:
+				if got != wantA {
+					t.Errorf("A with its entry replaced: %q, cold %q", got, wantA)
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatal("A with its entry replaced did not complete: the model hangs")
+			}
+			if _, err := os.Lstat(files[0]); !os.IsNotExist(err) {
+				t.Errorf("the planted entry is still there: %v", err)
+			}
+		})
 	}
 }
