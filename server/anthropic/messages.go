@@ -80,14 +80,67 @@ func conversation(msgs []MessageParam, model string, image func(string) ([]byte,
 			err = c.user(field, blocks)
 		case "assistant":
 			err = c.assistant(field, blocks)
+		case "system":
+			if err = systemPlacement(msgs, i); err == nil {
+				err = c.system(field, blocks, i > 0 && msgs[i-1].Role == "system")
+			}
 		default:
-			err = invalid("%s.role: %q is not one of 'user' and 'assistant' (the system prompt is the top-level system field)", field, m.Role)
+			err = invalid("%s.role: %q is not one of 'user', 'assistant' and 'system'", field, m.Role)
 		}
 		if err != nil {
 			return nil, infer.MediaInput{}, err
 		}
 	}
 	return c.out, c.media, nil
+}
+
+// systemPlacement checks a mid-conversation system message against the
+// Messages API's placement rules: never first (the top-level system field
+// is for that), right after a user turn (Tadpole runs no server tools,
+// so no assistant turn ends in one), and last or right before an
+// assistant turn. Consecutive system messages are one section, placed as
+// a whole. The wordings are the API's where it has them.
+func systemPlacement(msgs []MessageParam, i int) error {
+	first, last := i, i
+	for first > 0 && msgs[first-1].Role == "system" {
+		first--
+	}
+	for last+1 < len(msgs) && msgs[last+1].Role == "system" {
+		last++
+	}
+	field := fmt.Sprintf("messages[%d]", i)
+	if first == 0 {
+		return invalid("%s.role: a system message cannot be the first message: put the system prompt in the top-level system field", field)
+	}
+	if msgs[first-1].Role != "user" {
+		return invalid("%s.role: role 'system' must follow a 'user' message or an 'assistant' message ending in a server tool result (it follows %q)", field, msgs[first-1].Role)
+	}
+	if last+1 < len(msgs) && msgs[last+1].Role != "assistant" {
+		return invalid("%s.role: a system message must be the last message or be followed by an 'assistant' message (it is followed by %q)", field, msgs[last+1].Role)
+	}
+	return nil
+}
+
+// system converts a mid-conversation system message: its text blocks
+// become a system turn at that place in the chat (the chat template
+// renders it where it stands, as llama-server and Ollama do), joined to
+// the system turn before it when the message before was a system
+// message too (the API reads consecutive ones as one section).
+func (c *converter) system(field string, blocks []Block, join bool) error {
+	texts := make([]string, 0, len(blocks))
+	for j, b := range blocks {
+		if b.Type != "text" {
+			return invalid("%s.content[%d].type: %q is not allowed: system messages hold text blocks only", field, j, b.Type)
+		}
+		texts = append(texts, b.Text)
+	}
+	text := strings.Join(texts, "\n")
+	if n := len(c.out); join && n > 0 && c.out[n-1].Role == "system" {
+		c.out[n-1].Content += "\n" + text
+		return nil
+	}
+	c.out = append(c.out, infer.Message{Role: "system", Content: text})
+	return nil
 }
 
 // user converts a user turn.

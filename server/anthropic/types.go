@@ -26,8 +26,9 @@ type MessagesRequest struct {
 	OutputConfig  *OutputConfig   `json:"output_config"`
 }
 
-// MessageParam is one turn: role "user" or "assistant", content a string
-// or an array of blocks.
+// MessageParam is one turn: role "user", "assistant" or "system" (a
+// mid-conversation system message, placed as the API's rules say; see
+// systemPlacement), content a string or an array of blocks.
 type MessageParam struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
