@@ -554,7 +554,9 @@ func TestResponsesErrors(t *testing.T) {
 		{"metadata value", responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Metadata: shared.Metadata{"k": huge}}, 400, "metadata", "512"},
 		{"metadata key", responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Metadata: shared.Metadata{huge: "v"}}, 400, "metadata", "64"},
 		{"tools", responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Tools: manyTools}, 400, "tools", "128"},
-		{"hosted tool", responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Tools: []responses.ToolUnionParam{responses.ToolParamOfWebSearch("web_search")}}, 400, "tools[0].type", "web_search"},
+		// Hosted tools are left out (responses_tools_test.go); custom
+		// tools are refused.
+		{"custom tool", responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Tools: []responses.ToolUnionParam{{OfCustom: &responses.CustomToolParam{Name: "apply_patch"}}}}, 400, "tools[0].type", "'custom' tools"},
 		{"10k items", responses.ResponseNewParams{Model: "bigram", Input: items(manyItems...)}, 400, "input", "2048"},
 		{"image not of its type", responses.ResponseNewParams{Model: "bigram", Input: items(image)}, 400, "input[0].content[0].image_url", "the data URL says image/png but the data is not an image"},
 		{"unknown previous", responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), PreviousResponseID: openai.String("resp_nope")}, 400, "previous_response_id", "Previous response with id 'resp_nope' not found."},

@@ -16,6 +16,8 @@ type outItem struct {
 	callID string
 	name   string
 	args   string
+	// namespace is a namespace member's call's namespace.
+	namespace string
 }
 
 // builder turns a generation's deltas into output items, in the order
@@ -28,6 +30,9 @@ type builder struct {
 	emit     func(typ string, fields map[string]any) error
 	parallel bool
 	calls    int
+	// members are the namespace members by qualified name: their calls
+	// are answered with the member's name and its namespace.
+	members map[string]qualified
 }
 
 func (b *builder) send(typ string, fields map[string]any) error {
@@ -116,6 +121,9 @@ func (b *builder) call(c chatparse.ToolCall) error {
 	}
 	b.calls++
 	it.callID, it.name, it.args = c.ID, c.Name, string(c.Arguments)
+	if q, ok := b.members[c.Name]; ok {
+		it.namespace, it.name = q.Namespace, q.Name
+	}
 	if it.callID == "" {
 		it.callID = newID("call_")
 	}
@@ -230,6 +238,7 @@ type callItem struct {
 	Status    string `json:"status"`
 	CallID    string `json:"call_id"`
 	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
 	Arguments string `json:"arguments"`
 }
 
@@ -243,7 +252,7 @@ func (it *outItem) render(status string, full bool) any {
 		}
 		return r
 	case "function_call":
-		c := callItem{ID: it.id, Type: "function_call", Status: status, CallID: it.callID, Name: it.name}
+		c := callItem{ID: it.id, Type: "function_call", Status: status, CallID: it.callID, Name: it.name, Namespace: it.namespace}
 		if full {
 			c.Arguments = it.args
 		}

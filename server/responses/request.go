@@ -45,6 +45,9 @@ type prepared struct {
 	history  []Item
 	ireq     *infer.Request
 	parallel bool
+	// members are the namespace members among the tools, by the
+	// qualified name the model calls them by.
+	members map[string]qualified
 }
 
 // parse validates the request's own fields and normalizes its input; the
@@ -170,6 +173,9 @@ func normalize(raw json.RawMessage, model string, image func(string) ([]byte, er
 			if !toolName.MatchString(it.Name) {
 				return nil, invalid(p+".name", "Invalid '%s.name': %q. Expected a function name.", p, trim(it.Name))
 			}
+			if it.Namespace != "" && !toolName.MatchString(it.Namespace) {
+				return nil, invalid(p+".namespace", "Invalid '%s.namespace': %q. Expected a namespace name.", p, trim(it.Namespace))
+			}
 			args := "{}"
 			if it.Arguments != nil && strings.TrimSpace(*it.Arguments) != "" {
 				args = strings.TrimSpace(*it.Arguments)
@@ -177,7 +183,7 @@ func normalize(raw json.RawMessage, model string, image func(string) ([]byte, er
 			if args[0] != '{' || !json.Valid([]byte(args)) {
 				return nil, invalid(p+".arguments", "Invalid '%s.arguments': expected a JSON object in a string.", p)
 			}
-			it = Item{Type: it.Type, ID: orID(it.ID, "fc_"), Status: "completed", CallID: it.CallID, Name: it.Name, Arguments: &args}
+			it = Item{Type: it.Type, ID: orID(it.ID, "fc_"), Status: "completed", CallID: it.CallID, Name: it.Name, Namespace: it.Namespace, Arguments: &args}
 		case "function_call_output":
 			if it.CallID == "" {
 				return nil, invalid(p+".call_id", "Missing required parameter: '%s.call_id'.", p)
@@ -484,14 +490,17 @@ func messages(items []Item, offset int) ([]infer.Message, infer.MediaInput, erro
 			if it.Arguments != nil {
 				args = *it.Arguments
 			}
-			call := infer.ToolCall{ID: it.CallID, Name: it.Name, Arguments: json.RawMessage(args)}
+			// A namespace member's call, under the name the model
+			// knows it by.
+			name := qualify(it.Namespace, it.Name)
+			call := infer.ToolCall{ID: it.CallID, Name: name, Arguments: json.RawMessage(args)}
 			if !assistantOpen {
 				out = append(out, infer.Message{Role: "assistant", Thinking: thinking})
 				thinking, assistantOpen = "", true
 			}
 			last := &out[len(out)-1]
 			last.ToolCalls = append(last.ToolCalls, call)
-			names[it.CallID] = it.Name
+			names[it.CallID] = name
 		case "function_call_output":
 			name, ok := names[it.CallID]
 			if !ok {
@@ -531,10 +540,12 @@ func (h *Handler) build(p *prepared) error {
 	if size > maxInputBytes {
 		return invalid("input", "The input is too large: %d bytes of text, at most %d.", size, maxInputBytes)
 	}
-	tools, choice, name, err := checkTools(req.Tools, req.ToolChoice)
+	ts, err := checkTools(req.Tools, req.ToolChoice, req.Model)
 	if err != nil {
 		return err
 	}
+	p.members = ts.members
+	tools, choice, name := ts.tools, ts.choice, ts.forced
 	gram, err := formatGrammar(req.Text)
 	if err != nil {
 		return err
@@ -588,73 +599,6 @@ func (h *Handler) build(p *prepared) error {
 		Tools: tools, ToolChoice: choice, ToolName: name, Think: think, TemplateVars: vars,
 	}
 	return nil
-}
-
-// checkTools validates the function tools and tool_choice; it returns
-// the tools as the chat templates take them, the choice and the function
-// a named choice forces.
-func checkTools(tools []Tool, choice json.RawMessage) ([]json.RawMessage, string, string, error) {
-	if len(tools) > maxTools {
-		return nil, "", "", invalid("tools", "Invalid 'tools': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxTools, len(tools))
-	}
-	names := map[string]bool{}
-	var out []json.RawMessage
-	for i, t := range tools {
-		p := fmt.Sprintf("tools[%d]", i)
-		if t.Type != "function" {
-			return nil, "", "", notSupported(p+".type", "Invalid value for '%s.type': %q is not supported. Supported values are: 'function'.", p, trim(t.Type))
-		}
-		if !toolName.MatchString(t.Name) {
-			return nil, "", "", invalid(p+".name", "Invalid '%s.name': %q. Expected a string of letters, digits, '_' and '-', at most 64 long.", p, trim(t.Name))
-		}
-		if ps := bytes.TrimSpace(t.Parameters); len(ps) > 0 && string(ps) != "null" && ps[0] != '{' {
-			return nil, "", "", invalid(p+".parameters", "Invalid type for '%s.parameters': expected an object (a JSON schema).", p)
-		}
-		fn := map[string]any{"name": t.Name}
-		if t.Description != "" {
-			fn["description"] = t.Description
-		}
-		if ps := bytes.TrimSpace(t.Parameters); len(ps) > 0 && string(ps) != "null" {
-			fn["parameters"] = json.RawMessage(ps)
-		}
-		raw, err := json.Marshal(map[string]any{"type": "function", "function": fn})
-		if err != nil {
-			return nil, "", "", invalid(p, "Invalid '%s': %v", p, err)
-		}
-		if err := infer.CheckTools([]json.RawMessage{raw}); err != nil {
-			return nil, "", "", invalid(p+".parameters", "Invalid '%s.parameters': %v", p, err)
-		}
-		names[t.Name] = true
-		out = append(out, raw)
-	}
-	raw := bytes.TrimSpace(choice)
-	if len(raw) == 0 || string(raw) == "null" {
-		return out, "auto", "", nil
-	}
-	var mode string
-	if json.Unmarshal(raw, &mode) == nil {
-		switch mode {
-		case "none", "auto":
-		case "required":
-			if len(tools) == 0 {
-				return nil, "", "", invalid("tool_choice", "Invalid value for 'tool_choice': 'required' is only allowed when 'tools' are specified.")
-			}
-		default:
-			return nil, "", "", invalid("tool_choice", "Invalid value for 'tool_choice': %q. Supported values are: 'none', 'auto' and 'required'.", trim(mode))
-		}
-		return out, mode, "", nil
-	}
-	var named struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(raw, &named) != nil || named.Type != "function" || named.Name == "" {
-		return nil, "", "", invalid("tool_choice", "Invalid 'tool_choice': expected 'none', 'auto', 'required' or {\"type\": \"function\", \"name\": ...}.")
-	}
-	if !names[named.Name] {
-		return nil, "", "", invalid("tool_choice", "Invalid 'tool_choice': no function tool named %q in 'tools'.", trim(named.Name))
-	}
-	return out, "required", named.Name, nil
 }
 
 // formatGrammar is the grammar of text.format: none for text, any JSON

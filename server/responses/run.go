@@ -188,7 +188,7 @@ func (a *answer) run(ctx context.Context, priority int) (*Response, error) {
 		return nil, err
 	}
 	defer g.close()
-	b := &builder{parallel: a.p.parallel}
+	b := &builder{parallel: a.p.parallel, members: a.p.members}
 	final, err := g.relay(b, nil)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -252,7 +252,7 @@ func (a *answer) stream(c echo.Context) error {
 	if w.Flush() != nil {
 		return nil // the client left; close cancels the generation
 	}
-	b := &builder{parallel: a.p.parallel, emit: emit}
+	b := &builder{parallel: a.p.parallel, emit: emit, members: a.p.members}
 	final, err := g.relay(b, w.Flush)
 	if err != nil {
 		if ctx.Err() != nil {

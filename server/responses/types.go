@@ -29,13 +29,16 @@ type CreateRequest struct {
 	ServiceTier        string            `json:"service_tier,omitempty"`
 }
 
-// Tool is a tool of the request (function tools only).
+// Tool is a tool of the request: a function, a namespace of functions
+// (Tools), or a hosted or custom tool, which are left out or refused
+// (see tools.go).
 type Tool struct {
 	Type        string          `json:"type"`
 	Name        string          `json:"name,omitempty"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 	Strict      *bool           `json:"strict,omitempty"`
+	Tools       []Tool          `json:"tools,omitempty"`
 }
 
 // TextConfig is the request's text: its output format.
@@ -72,6 +75,7 @@ type Item struct {
 	Content   json.RawMessage `json:"content,omitempty"`
 	CallID    string          `json:"call_id,omitempty"`
 	Name      string          `json:"name,omitempty"`
+	Namespace string          `json:"namespace,omitempty"` // a function call's namespace
 	Arguments *string         `json:"arguments,omitempty"`
 	Output    json.RawMessage `json:"output,omitempty"`
 	Summary   json.RawMessage `json:"summary,omitempty"`
