@@ -63,10 +63,12 @@ func TestEngineBoundInput(t *testing.T) {
 		// GGML_ASSERT(n_tokens_all <= n_batch) through the embedding context.
 		{"embed num_ctx 100", "/api/embed", `{"model":"stories","input":` + string(prompt) + `,"options":{"num_ctx":100}}`, 200, ""},
 		{"embed num_ctx 100, no truncation", "/api/embed", `{"model":"stories","input":` + string(prompt) + `,"truncate":false,"options":{"num_ctx":100}}`, 400, "more than the context of 100"},
-		// The estimate wrapped around and n_ctx was truncated to uint32.
-		{"num_ctx huge", "/api/generate", `{"model":"stories","prompt":` + string(prompt) + `,"stream":false,"options":{"num_ctx":288230376151711800,"num_predict":4}}`, 400, "num_ctx"},
+		// The estimate wrapped around and n_ctx was truncated to uint32;
+		// now capped at the trained context (issue 41), as Ollama does.
+		{"num_ctx huge", "/api/generate", `{"model":"stories","prompt":` + string(prompt) + `,"stream":false,"options":{"num_ctx":288230376151711800,"num_predict":4}}`, 200, ""},
 		{"num_ctx negative", "/api/generate", `{"model":"stories","prompt":"hi","stream":false,"options":{"num_ctx":-5}}`, 400, "num_ctx"},
-		{"num_ctx past trained", "/api/generate", `{"model":"stories","prompt":"hi","stream":false,"options":{"num_ctx":4096}}`, 400, "16..2048"},
+		// Past the trained context: capped to it (issue 41, as Ollama).
+		{"num_ctx past trained", "/api/generate", `{"model":"stories","prompt":"hi","stream":false,"options":{"num_ctx":4096,"num_predict":4}}`, 200, ""},
 		// llama_batch_init got a truncated int32 while Go kept the length:
 		// now a load-time option, the operator's; a request's is ignored.
 		{"num_batch huge", "/api/chat", `{"model":"stories","messages":[{"role":"user","content":"hi"}],"stream":false,"options":{"num_batch":288230376151711800,"num_predict":4}}`, 200, ""},
@@ -103,10 +105,13 @@ func TestEngineBoundInput(t *testing.T) {
 			t.Errorf("%s: %d %v", tc.body, code, body)
 		}
 	}
-	// Load-time options from requests keyed no new instance, and ggml made
-	// no thousands of threads.
-	if n := len(ts.srv.sched.Loaded()); n != 1 {
-		t.Fatalf("%d instances after requests with load-time options", n)
+	// Load-time options from requests keyed no new instance (the two
+	// num_ctx past the trained context share one of the trained 2048
+	// tokens beside the default one), and ggml made no thousands of
+	// threads.
+	loaded := ts.srv.sched.Loaded()
+	if len(loaded) != 2 || max(loaded[0].NumCtx, loaded[1].NumCtx) != 2048 {
+		t.Fatalf("%d instances after requests with load-time options", len(loaded))
 	}
 	if th := threads(t); th > 200 {
 		t.Fatalf("%d threads", th)

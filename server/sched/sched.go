@@ -25,7 +25,7 @@ import (
 // Config are the server-wide settings of every model instance.
 type Config struct {
 	Parallel  int           // slots per instance
-	NumCtx    int           // default per-slot context (0: min(4096, model's))
+	NumCtx    int           // default per-slot context, at most a model's trained one (0: min(4096, model's))
 	MaxLoaded int           // most instances loaded at once (0: as many as fit)
 	KeepAlive time.Duration // default keep_alive: 0 unloads after each request, negative never
 	Threads   int
@@ -216,6 +216,14 @@ func (s *Scheduler) Acquire(ctx context.Context, name string, key Key) (*Instanc
 	want := key.NumCtx
 	if want == 0 {
 		want = def
+	}
+	if want > maxCtx {
+		// Past the model's largest window (its trained context, or
+		// --max-ctx): capped, as Ollama does, never a 400 or an
+		// allocation the model cannot use.
+		slog.Warn("num_ctx is past the model's largest window (its trained context, or --max-ctx): capped to it",
+			"model", name, "num_ctx", want, "capped", maxCtx)
+		want = maxCtx
 	}
 	if err := engine.CheckRange("num_ctx", int64(want), MinCtx, int64(maxCtx)); err != nil {
 		return nil, 0, err

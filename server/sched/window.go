@@ -35,9 +35,11 @@ type trainedCtx struct {
 }
 
 // contextLimits are the default window of a model file (the server's
-// NumCtx, else min(4096, its training context)) and the largest window a
-// request may ask for (MaxCtx, else the training context; never below
-// the default, never past MaxCtxCap).
+// NumCtx capped at its training context, else min(4096, its training
+// context)) and the largest window a request may ask for (MaxCtx, else
+// the training context; never below the default, never past MaxCtxCap).
+// An explicit MaxCtx past the training context is the operator's choice
+// to run windows the model was not trained for.
 func (s *Scheduler) contextLimits(path string) (def, maxCtx int, version string, err error) {
 	trained, version, err := s.trainedContext(path)
 	if err != nil {
@@ -45,7 +47,15 @@ func (s *Scheduler) contextLimits(path string) (def, maxCtx int, version string,
 	}
 	switch {
 	case s.cfg.NumCtx > 0 && !s.cfg.AutoCtx:
+		// The server's --context-length is every model's default, but
+		// never past what a model was trained for (as Ollama caps it):
+		// a 2048-token embedding model under --context-length 65536
+		// would otherwise allocate 65536 × slots of KV it can never use
+		// (logged once per file by trainedContext).
 		def = s.cfg.NumCtx
+		if trained > 0 {
+			def = min(def, trained)
+		}
 	case trained > 0:
 		def = min(4096, trained)
 	default:
@@ -84,6 +94,10 @@ func (s *Scheduler) trainedContext(path string) (int, string, error) {
 		n = MaxCtxCap
 	}
 	s.ctxs.Store(path, trainedCtx{version: version, n: n})
+	if n > 0 && s.cfg.NumCtx > n && !s.cfg.AutoCtx {
+		slog.Info("--context-length is past the model's trained context: its default window is capped to it",
+			"path", path, "context_length", s.cfg.NumCtx, "trained", n)
+	}
 	return n, version, nil
 }
 

@@ -51,13 +51,15 @@ func TestContextWindowsShareInstances(t *testing.T) {
 	}
 }
 
-// num_ctx past the model's trained context (the default --max-ctx), or
-// so large it wraps around in the memory estimate, is the client's error
-// naming the range — never a load (issue 19: 288230376151711800 wrapped
-// the estimate, was truncated to uint32 and aborted llama.cpp).
+// num_ctx below MinCtx is the client's error naming the range; past the
+// model's trained context (the default --max-ctx), or so large it would
+// wrap around in the memory estimate, it is capped to that context
+// (issue 41, as Ollama does) — never a 400, never an allocation past it
+// (issue 19: 288230376151711800 wrapped the estimate, was truncated to
+// uint32 and aborted llama.cpp).
 func TestContextWindowOutOfRange(t *testing.T) {
 	s := newSched(t, Config{KeepAlive: time.Minute})
-	for _, want := range []int{-1, 1, MinCtx - 1, 2049, 288230376151711800, math.MaxInt} {
+	for _, want := range []int{-1, 1, MinCtx - 1} {
 		_, _, err := s.Acquire(context.Background(), "x", Key{Path: storiesPath, NumCtx: want, NumGPU: -1})
 		var re *engine.RangeError
 		if !errors.As(err, &re) || re.Name != "num_ctx" || re.Min != MinCtx || re.Max != 2048 {
@@ -67,10 +69,41 @@ func TestContextWindowOutOfRange(t *testing.T) {
 	if len(s.Loaded()) != 0 {
 		t.Fatal("a refused window loaded an instance")
 	}
+	for _, want := range []int{2049, 65536, 288230376151711800, math.MaxInt} {
+		in, _, err := s.Acquire(context.Background(), "x", Key{Path: storiesPath, NumCtx: want, NumGPU: -1})
+		if err != nil {
+			t.Fatalf("num_ctx %d: %v", want, err)
+		}
+		s.Release(in, time.Minute)
+		if in.NumCtx != 2048 {
+			t.Fatalf("num_ctx %d ran on an instance of %d, want the trained 2048", want, in.NumCtx)
+		}
+	}
+	if n := len(s.Loaded()); n != 1 {
+		t.Fatalf("%d instances for the capped windows, want 1", n)
+	}
 	// The operator's --max-ctx narrows it.
 	s2 := newSched(t, Config{KeepAlive: time.Minute, MaxCtx: 512})
-	if _, _, err := s2.Acquire(context.Background(), "x", Key{Path: storiesPath, NumCtx: 513, NumGPU: -1}); err == nil {
-		t.Fatal("num_ctx past --max-ctx accepted")
+	in, _, err := s2.Acquire(context.Background(), "x", Key{Path: storiesPath, NumCtx: 513, NumGPU: -1})
+	if err != nil || in.NumCtx != 512 {
+		t.Fatalf("num_ctx past --max-ctx: %v", err)
+	}
+	s2.Release(in, time.Minute)
+}
+
+// The server's --context-length is capped at each model's trained
+// context (issue 41: a 2048-token embedding model under --context-length
+// 65536 was sized 65536 × slots and refused "attempted to allocate
+// 24641.75 MB").
+func TestContextLengthCappedAtTrained(t *testing.T) {
+	s := newSched(t, Config{KeepAlive: time.Minute, NumCtx: 65536, Parallel: 16})
+	in, _, err := s.Acquire(context.Background(), "x", Key{Path: storiesPath, NumGPU: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release(in, time.Minute)
+	if in.NumCtx != 2048 || in.DefaultCtx != 2048 {
+		t.Fatalf("instance of %d tokens per slot (default %d), want the trained 2048", in.NumCtx, in.DefaultCtx)
 	}
 }
 
