@@ -72,13 +72,15 @@ type EmbedRequest struct {
 	Options    map[string]any  `json:"options,omitempty"`
 }
 
-// EmbedResponse is the answer of /api/embed.
+// EmbedResponse is the answer of /api/embed. Its fields are always
+// sent, as Ollama's are (its durations are never zero there; the Vercel
+// AI SDK's Ollama provider requires load_duration).
 type EmbedResponse struct {
 	Model           string        `json:"model"`
 	Embeddings      [][]float32   `json:"embeddings"`
-	TotalDuration   time.Duration `json:"total_duration,omitempty"`
-	LoadDuration    time.Duration `json:"load_duration,omitempty"`
-	PromptEvalCount int           `json:"prompt_eval_count,omitempty"`
+	TotalDuration   time.Duration `json:"total_duration"`
+	LoadDuration    time.Duration `json:"load_duration"`
+	PromptEvalCount int           `json:"prompt_eval_count"`
 }
 
 // EmbeddingRequest is the body of the legacy POST /api/embeddings.

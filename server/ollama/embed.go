@@ -35,7 +35,9 @@ func (h *Handler) embed(c echo.Context) error {
 		return inferError(err)
 	}
 	defer in.Release()
-	resp := api.EmbedResponse{Model: req.Model, Embeddings: [][]float32{}}
+	// load_duration as Ollama has it: until the model was ready, loaded
+	// by this request or not (always sent: the Vercel AI SDK requires it).
+	resp := api.EmbedResponse{Model: req.Model, Embeddings: [][]float32{}, LoadDuration: time.Since(start)}
 	if len(inputs) > 0 {
 		embs, n, err := in.Embed(c.Request().Context(), inputs, req.Truncate == nil || *req.Truncate)
 		if err != nil {
@@ -52,7 +54,7 @@ func (h *Handler) embed(c echo.Context) error {
 		}
 		resp.PromptEvalCount = n
 	}
-	resp.TotalDuration, resp.LoadDuration = time.Since(start), in.LoadDuration
+	resp.TotalDuration = time.Since(start)
 	return c.JSON(http.StatusOK, resp)
 }
 

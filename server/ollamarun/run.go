@@ -42,6 +42,7 @@ type Stream struct {
 	call   *Call
 	in     *infer.Instance
 	cancel context.CancelFunc
+	ready  time.Duration // from the call's start until its model was ready
 }
 
 // options checks a request's model name and applies its options over
@@ -129,7 +130,10 @@ func (c *Call) Start(ctx context.Context) (*Stream, error) {
 	if err != nil {
 		return nil, inferError(err)
 	}
-	s := &Stream{call: c, in: in, cancel: func() {}}
+	// load_duration is Ollama's: the time from the request's start until
+	// its model was ready, loading or not (so a loaded model's is small,
+	// never absent: clients such as the Vercel AI SDK require it).
+	s := &Stream{call: c, in: in, cancel: func() {}, ready: time.Since(c.start)}
 	if c.loadOnly {
 		return s, nil
 	}
@@ -165,7 +169,7 @@ func (s *Stream) Close() {
 
 // Metrics are the statistics of the stream's final event.
 func (s *Stream) Metrics(ev infer.Event) api.Metrics {
-	return Metrics(ev, s.call.start, s.in.LoadDuration)
+	return Metrics(ev, s.call.start, s.ready)
 }
 
 // GenerateFinal is the last /api/generate answer of a stream that ended
