@@ -30,7 +30,7 @@ type goBudget struct {
 var goTemplateBudget = goBudget{
 	maxOutput: 16 << 20,
 	maxAlloc:  64 << 20,
-	maxSteps:  1_000_000,
+	maxSteps:  100_000,
 	maxDepth:  100,
 	maxWidth:  1024,
 }
@@ -265,6 +265,11 @@ func renderGoTemplate(w io.Writer, src string, data map[string]any, lim goBudget
 	}
 	instrument(t)
 	if err := t.Execute(io.MultiWriter(run, w), data); err != nil {
+		// A limit is named without text/template's frames around it
+		// (which would show the budget's hooks).
+		for u := errors.Unwrap(err); u != nil && u != errGoTemplateLimit && errors.Is(u, errGoTemplateLimit); u = errors.Unwrap(err) {
+			err = u
+		}
 		return Errorf(BadRequest, "template: %v", err)
 	}
 	return nil
