@@ -3,11 +3,16 @@ package server
 import (
 	"context"
 	"net/http"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // anSystem is a mid-conversation system message, as the SDK sends one.
@@ -86,5 +91,50 @@ func TestAnthropicMidConversationSystem(t *testing.T) {
 	} {
 		_, err := client.Messages.New(ctx, anthropic.MessageNewParams{Model: "bigram", MaxTokens: 5, Messages: c.msgs})
 		anAPIError(t, err, http.StatusBadRequest, "invalid_request_error", c.want)
+	}
+}
+
+// firstSystemTemplate is ChatML that, like Gemma's and Qwen3.5's
+// templates, allows a system message only first.
+const firstSystemTemplate = "{% for message in messages %}" +
+	"{% if message['role'] == 'system' and not loop.first %}{{ raise_exception('System message must be at the beginning.') }}{% endif %}" +
+	"{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}" +
+	"{% endfor %}" +
+	"{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+
+// A model whose chat template refuses a system message after the first
+// still serves Claude Code's shape: the system text is folded into the
+// user's turn before it, in place, instead of a 500 from the template.
+func TestAnthropicSystemFoldedForFirstOnlyTemplates(t *testing.T) {
+	dir := t.TempDir()
+	kvs, tensors := testmodels.Bigram()
+	for i := range kvs {
+		if kvs[i].Key == "tokenizer.chat_template" {
+			kvs[i].Value = firstSystemTemplate
+		}
+	}
+	if err := gguf.WriteFile(filepath.Join(dir, "firstsys.gguf"), kvs, tensors); err != nil {
+		t.Fatal(err)
+	}
+	ts := serveForTest(t, New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 512, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+	client := anClient(ts)
+	ctx := context.Background()
+	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi")), anSystem("Be brief and kind.")}
+	msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{Model: "firstsys", MaxTokens: 20, Messages: msgs, Temperature: anthropic.Float(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Content[0].Text != testmodels.BigramAnswer {
+		t.Fatalf("answer %s", msg.RawJSON())
+	}
+	count := func(msgs []anthropic.MessageParam) int64 {
+		n, err := client.Messages.CountTokens(ctx, anthropic.MessageCountTokensParams{Model: "firstsys", Messages: msgs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.InputTokens
+	}
+	if with, without := count(msgs), count(msgs[:1]); with <= without {
+		t.Fatalf("count_tokens %d with the folded system text, %d without", with, without)
 	}
 }

@@ -74,6 +74,14 @@ func modelTemplate(m *engine.Model, req *Request, msgs []Message) (string, chatp
 		BOSToken: specialText(m, m.BOS()), EOSToken: specialText(m, m.EOS()), Vars: vars,
 	}
 	text, err := t.Render(in)
+	if err != nil && laterSystem(msgs) {
+		// Templates that allow a system message only first (Gemma's,
+		// Qwen3.5's) raise on one later in the chat, as Anthropic's
+		// clients send: it is folded into the turn before it, in place.
+		slog.Debug("the chat template refused a system message after the first; folding it into the turn before", "model", req.Model, "error", err)
+		in.Messages = foldSystem(msgs)
+		text, err = t.Render(in)
+	}
 	if err != nil {
 		return "", chatparse.Options{}, Errorf(Internal, "model %q: chat template: %v", req.Model, err)
 	}
@@ -83,6 +91,39 @@ func modelTemplate(m *engine.Model, req *Request, msgs []Message) (string, chatp
 		text = strings.TrimPrefix(text, in.BOSToken)
 	}
 	return text, outputOptions(req, src, text), nil
+}
+
+// laterSystem tells whether a chat has a system message after its first
+// message.
+func laterSystem(msgs []Message) bool {
+	for i, m := range msgs {
+		if i > 0 && m.Role == "system" {
+			return true
+		}
+	}
+	return false
+}
+
+// foldSystem joins each system message after the first message to the
+// user or tool turn before it (a new user turn when there is none), so
+// its text stays where it was sent for a template that takes a system
+// message only first.
+func foldSystem(msgs []Message) []Message {
+	out := make([]Message, 0, len(msgs))
+	for i, m := range msgs {
+		if i == 0 || m.Role != "system" {
+			out = append(out, m)
+			continue
+		}
+		if n := len(out); n > 0 && (out[n-1].Role == "user" || out[n-1].Role == "tool") {
+			prev := out[n-1]
+			prev.Content += "\n\n" + m.Content
+			out[n-1] = prev
+			continue
+		}
+		out = append(out, Message{Role: "user", Content: m.Content})
+	}
+	return out
 }
 
 // outputOptions says how to parse a chat's output: tool calls in the
