@@ -235,11 +235,7 @@ func CheckTools(tools []json.RawMessage) error {
 		if _, ok := doc.(map[string]any); !ok {
 			return fmt.Errorf("tools[%d]: function %q: parameters must be a JSON schema object", i, f.Function.Name)
 		}
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource("tool.json", doc); err != nil {
-			return fmt.Errorf("tools[%d]: function %q: parameters: %v", i, f.Function.Name, err)
-		}
-		if _, err := c.Compile("tool.json"); err != nil {
+		if err := compileSchema(doc); err != nil {
 			return fmt.Errorf("tools[%d]: function %q: parameters are not a valid JSON schema: %v", i, f.Function.Name, err)
 		}
 	}
