@@ -21,11 +21,18 @@ func (p *Projector) TokenizeLiteral(text string, media []*Media, addSpecial bool
 	if strings.IndexByte(text, 0) >= 0 {
 		return nil, errors.New("tokenize: the text holds a NUL byte")
 	}
-	if len(legacyMarker) != len(Marker()) && strings.Contains(text, legacyMarker) {
+	// A client's text may hold the markers: inside the literal spans they
+	// are text, outside they stand for the media.
+	if len(legacyMarker) == len(Marker()) {
+		b := []byte(text)
+		for _, i := range markersOutside(text, legacyMarker, literal) {
+			copy(b[i:], Marker())
+		}
+		text = string(b)
+	} else if len(markersOutside(text, legacyMarker, literal)) > 0 {
 		return nil, errors.New("tokenize: the text holds mtmd's old marker") // spans would move
 	}
-	text = strings.ReplaceAll(text, legacyMarker, Marker())
-	if n := strings.Count(text, Marker()); n != len(media) {
+	if n := len(markersOutside(text, Marker(), literal)); n != len(media) {
 		return nil, fmt.Errorf("tokenize: the text has %d media markers for %d media items", n, len(media))
 	}
 	return p.tokenizeParts(text, media, addSpecial, true, literal)
@@ -40,4 +47,38 @@ func within(spans [][2]int, from, to int) [][2]int {
 		}
 	}
 	return out
+}
+
+// markersOutside are the offsets of marker in text outside the spans.
+func markersOutside(text, marker string, spans [][2]int) []int {
+	var out []int
+	for at := 0; ; {
+		i := strings.Index(text[at:], marker)
+		if i < 0 {
+			return out
+		}
+		i += at
+		inside := false
+		for _, s := range spans {
+			if i < s[1] && i+len(marker) > s[0] {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			out = append(out, i)
+		}
+		at = i + len(marker)
+	}
+}
+
+// splitMarkers is text split at its media markers outside the spans, with
+// the offset of each part.
+func splitMarkers(text string, spans [][2]int) (parts []string, starts []int) {
+	at := 0
+	for _, i := range markersOutside(text, Marker(), spans) {
+		parts, starts = append(parts, text[at:i]), append(starts, at)
+		at = i + len(Marker())
+	}
+	return append(parts, text[at:]), append(starts, at)
 }

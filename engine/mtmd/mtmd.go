@@ -278,16 +278,15 @@ func (p *Projector) tokenizeParts(text string, media []*Media, addSpecial, parse
 		}
 		out = append(out, Chunk{Text: append([]engine.Token(nil), toks...)})
 	}
-	at := 0
-	for i, part := range strings.Split(text, Marker()) {
+	parts, starts := splitMarkers(text, literal)
+	for i, part := range parts {
 		var toks []engine.Token
 		var err error
-		if spans := within(literal, at, at+len(part)); parseSpecial && len(spans) > 0 {
+		if spans := within(literal, starts[i], starts[i]+len(part)); parseSpecial && len(spans) > 0 {
 			toks, err = p.model.TokenizeLiteral(part, false, spans)
 		} else {
 			toks, err = p.model.Tokenize(part, false, parseSpecial)
 		}
-		at += len(part) + len(Marker())
 		if err != nil {
 			CloseChunks(out)
 			return nil, err

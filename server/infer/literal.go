@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/engine/mtmd"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 )
 
@@ -191,14 +192,50 @@ func (l *literals) restore(text string) (string, [][2]int) {
 	return b.String(), spans
 }
 
+// media is s with mtmd's media markers (the current and the old one)
+// replaced by placeholders: a client's "<__media__>" is text, not an
+// image's place. A nil l leaves s as it is (raw prompts).
+func (l *literals) media(s string) string {
+	if l == nil || !strings.Contains(s, "<__") {
+		return s
+	}
+	for _, marker := range []string{mtmd.Marker(), "<__image__>"} {
+		if !strings.Contains(s, marker) {
+			continue
+		}
+		parts := strings.Split(s, marker)
+		var b strings.Builder
+		for i, p := range parts {
+			if i > 0 {
+				b.WriteString(l.nonce)
+				b.WriteString(strconv.Itoa(len(l.originals)))
+				b.WriteByte('_')
+				l.originals = append(l.originals, marker)
+			}
+			b.WriteString(p)
+		}
+		s = b.String()
+	}
+	return s
+}
+
 // renderClient is renderText with the client's control texts kept as
 // text: the prompt and the spans to tokenize without special parsing.
 func renderClient(m *engine.Model, req *Request) (string, [][2]int, chatparse.Options, error) {
-	if req.Raw {
+	var l *literals
+	if !req.Raw {
+		l = newLiterals(m)
+	}
+	return renderLiterals(m, req, l)
+}
+
+// renderLiterals is renderClient with l's placeholders (nil: none, a raw
+// prompt).
+func renderLiterals(m *engine.Model, req *Request, l *literals) (string, [][2]int, chatparse.Options, error) {
+	if l == nil {
 		text, out, err := renderText(m, req)
 		return text, nil, out, err
 	}
-	l := newLiterals(m)
 	text, out, err := renderText(m, l.request(req))
 	if err != nil {
 		return "", nil, out, err

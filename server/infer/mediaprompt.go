@@ -93,8 +93,12 @@ func tokenizeMedia(in *Instance, req *Request) ([]engine.Token, []mtmd.Chunk, ch
 		// positions; the runner's spans take one position per row.
 		return nil, nil, out, Errorf(BadRequest, "model %q: its projector (%s) uses M-RoPE image positions, which are not supported yet", req.Model, proj.Type())
 	}
-	marked, order := withMarkers(req)
-	text, literal, out, err := renderClient(in.Model, marked)
+	var l *literals
+	if !req.Raw {
+		l = newLiterals(in.Model)
+	}
+	marked, order := withMarkers(req, l)
+	text, literal, out, err := renderLiterals(in.Model, marked, l)
 	if err != nil {
 		return nil, nil, out, err
 	}
@@ -122,8 +126,9 @@ func tokenizeMedia(in *Instance, req *Request) ([]engine.Token, []mtmd.Chunk, ch
 // withMarkers is a copy of req with mtmd's marker written where each of
 // its media goes, and the order in which the markers then appear (indices
 // into req.Media): message by message, each message's in offset order; a
-// completion's all before the prompt.
-func withMarkers(req *Request) (*Request, []int) {
+// completion's all before the prompt. With l, the client's own marker
+// texts are guarded first, so that they stay text (literals.media).
+func withMarkers(req *Request, l *literals) (*Request, []int) {
 	r := *req
 	var order []int
 	if !r.Chat {
@@ -133,24 +138,25 @@ func withMarkers(req *Request) (*Request, []int) {
 			b.WriteByte('\n')
 			order = append(order, i)
 		}
-		r.Prompt = b.String() + r.Prompt
+		r.Prompt = b.String() + l.media(r.Prompt)
 		return &r, order
 	}
 	r.Messages = append([]Message(nil), r.Messages...)
-	for mi, refs := range r.MessageMedia {
-		if len(refs) == 0 || mi >= len(r.Messages) {
-			continue
+	for mi := range r.Messages {
+		var refs []MediaRef
+		if mi < len(r.MessageMedia) {
+			refs = r.MessageMedia[mi]
 		}
 		content := r.Messages[mi].Content
 		var b strings.Builder
 		last := 0
 		for _, ref := range refs {
-			b.WriteString(content[last:ref.Offset])
+			b.WriteString(l.media(content[last:ref.Offset]))
 			b.WriteString(mtmd.Marker())
 			last = ref.Offset
 			order = append(order, ref.Index)
 		}
-		b.WriteString(content[last:])
+		b.WriteString(l.media(content[last:]))
 		r.Messages[mi].Content = b.String()
 	}
 	return &r, order
