@@ -57,7 +57,7 @@ func (s *Store) Create(name string, mf *Modelfile, progress func(status string))
 		return fmt.Errorf("create %s: %w", n, err)
 	}
 	defer s.lockName(n)()
-	return s.create(n, mf, progress)
+	return s.Redact(s.create(n, mf, progress))
 }
 
 // create is Create with the name's management lock held.

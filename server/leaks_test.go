@@ -1,11 +1,19 @@
 package server
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // A schema that refers outside itself is a 400 naming the reference as
@@ -41,5 +49,51 @@ func TestSchemaExternalRefNoPath(t *testing.T) {
 			}
 			t.Logf("%s %s: %s", path, ref, msg)
 		}
+	}
+}
+
+// A create whose FROM, ADAPTER or DRAFT names a blob that is missing or
+// not a usable GGUF is a 4xx naming the blob by digest, never by its path
+// in the models directory.
+func TestCreateErrorsNoBlobPath(t *testing.T) {
+	dir := t.TempDir()
+	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
+	ts := serveForTest(t, srv)
+	ctx := context.Background()
+	junk := filepath.Join(t.TempDir(), "junk.gguf")
+	if err := os.WriteFile(junk, []byte("GGUF but not really a model file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	digest, data := fileDigest(t, junk)
+	if err := ts.Client.CreateBlob(ctx, digest, bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	missing := "sha256:" + strings.Repeat("0", 64)
+	real, _ := filepath.EvalSymlinks(dir)
+	for _, tc := range []struct{ body, want string }{
+		{`{"model":"a","from":"@` + digest + `"}`, digest},
+		{`{"model":"a","modelfile":"FROM @` + digest + `"}`, digest},
+		{`{"model":"a","modelfile":"FROM stories\nADAPTER @` + digest + `"}`, digest},
+		{`{"model":"a","modelfile":"FROM stories\nDRAFT @` + digest + `"}`, digest},
+		{`{"model":"a","modelfile":"FROM @` + missing + `"}`, missing},
+		{`{"model":"a","modelfile":"FROM stories\nADAPTER @` + missing + `"}`, missing},
+	} {
+		resp, err := http.Post(ts.URL+"/api/create", "application/json", strings.NewReader(strings.TrimSuffix(tc.body, "}")+`,"stream":false}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode < 400 || resp.StatusCode >= 500 {
+			t.Errorf("%s: status %d: %s", tc.body, resp.StatusCode, msg)
+		}
+		if strings.Contains(string(msg), dir) || strings.Contains(string(msg), real) || strings.Contains(string(msg), "sha256-") ||
+			!strings.Contains(string(msg), tc.want) {
+			t.Errorf("%s: message %s, want the digest and no path", tc.body, msg)
+		}
+		t.Logf("%s: %d %s", tc.body, resp.StatusCode, msg)
 	}
 }

@@ -123,7 +123,7 @@ func (h *Handler) checkGGUFs(mf *models.Modelfile) error {
 			_, err = h.Store.Resolve(cmd.Value)
 		}
 		if errors.Is(err, models.ErrInvalidModel) {
-			return errorf(http.StatusBadRequest, "%s %s: %v", strings.ToUpper(cmd.Name), cmd.Value, err)
+			return errorf(http.StatusBadRequest, "%s %s: %v", strings.ToUpper(cmd.Name), cmd.Value, h.Store.Redact(err))
 		}
 	}
 	return nil
@@ -272,7 +272,8 @@ func (h *Handler) quantizeFrom(ctx context.Context, mf *models.Modelfile, typ st
 		out := filepath.Join(tmp, "model.gguf")
 		status(fmt.Sprintf("quantizing model to %s", strings.ToUpper(typ)))
 		if err := engine.Quantize(src, out, typ, 0); err != nil {
-			return errorf(http.StatusBadRequest, "%v", err)
+			// Named by digest, not by the server's paths.
+			return errorf(http.StatusBadRequest, "%s", strings.ReplaceAll(h.Store.Redact(err).Error(), out, "the quantized copy"))
 		}
 		f, err := os.Open(out)
 		if err != nil {
