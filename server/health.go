@@ -179,9 +179,19 @@ func (s *Server) Preload(ctx context.Context) error {
 // readiness is the body of GET /readyz.
 type readiness struct {
 	Status string   `json:"status"` // "ready", "loading" or "draining"
-	Models []string `json:"models"` // the models loaded now
+	Models []string `json:"models"` // the models loaded now (only to a key holder)
+	Loaded int      `json:"loaded"` // how many models are loaded
 }
 
+// readinessCount is the body of GET /readyz without the models' names.
+type readinessCount struct {
+	Status string `json:"status"`
+	Loaded int    `json:"loaded"`
+}
+
+// readyz answers the readiness probe, which needs no key. With API keys
+// configured, the loaded models' names are listed only to a request with
+// a valid key; others get the count.
 func (s *Server) readyz(c echo.Context) error {
 	r := readiness{Status: "ready", Models: []string{}}
 	seen := map[string]bool{}
@@ -191,12 +201,16 @@ func (s *Server) readyz(c echo.Context) error {
 			r.Models = append(r.Models, in.Name)
 		}
 	}
+	r.Loaded = len(r.Models)
 	code := http.StatusOK
 	switch {
 	case s.drain.isDraining():
 		r.Status, code = "draining", http.StatusServiceUnavailable
 	case len(s.preload.names) > 0 && !s.preload.done.Load():
 		r.Status, code = "loading", http.StatusServiceUnavailable
+	}
+	if !s.auth.Allows(c.Request()) {
+		return c.JSON(code, readinessCount{Status: r.Status, Loaded: r.Loaded})
 	}
 	return c.JSON(code, r)
 }

@@ -51,8 +51,21 @@ func TestProbesAndDrain(t *testing.T) {
 	if err := srv.Preload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if code, r := ready(); code != 200 || r.Status != "ready" || len(r.Models) != 1 || r.Models[0] != "stories:latest" {
-		t.Fatalf("/readyz after the preload: %d %+v", code, r)
+	// Without a key (or with a wrong one) the probe counts the loaded
+	// models but does not name them; a key holder gets the names.
+	{
+		for _, key := range []string{"", "wrong"} {
+			code, _, b := do(t, "GET", ts.URL+"/readyz", key, "")
+			if code != 200 || strings.Contains(string(b), "stories") || !strings.Contains(string(b), `"loaded":1`) ||
+				!strings.Contains(string(b), `"ready"`) {
+				t.Fatalf("/readyz after the preload, key %q: %d %s", key, code, b)
+			}
+		}
+		code, _, b := do(t, "GET", ts.URL+"/readyz", "k", "")
+		var r readiness
+		if err := json.Unmarshal(b, &r); err != nil || code != 200 || r.Status != "ready" || len(r.Models) != 1 || r.Models[0] != "stories:latest" || r.Loaded != 1 {
+			t.Fatalf("/readyz after the preload, with the key: %d %s", code, b)
+		}
 	}
 
 	// A stream of about a minute, in flight when the drain starts.

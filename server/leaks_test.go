@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	ollama "github.com/ollama/ollama/api"
+
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/sched"
@@ -95,5 +97,20 @@ func TestCreateErrorsNoBlobPath(t *testing.T) {
 			t.Errorf("%s: message %s, want the digest and no path", tc.body, msg)
 		}
 		t.Logf("%s: %d %s", tc.body, resp.StatusCode, msg)
+	}
+}
+
+// Without API keys configured, /readyz names the loaded models to anyone
+// (TestProbesAndDrain checks that with keys it names them only to a key
+// holder).
+func TestReadyzNamesWithoutKeys(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.Client.Generate(context.Background(), &ollama.GenerateRequest{Model: "stories", Prompt: "Once", Options: greedyOpts(1)},
+		func(ollama.GenerateResponse) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	code, _, b := do(t, "GET", ts.URL+"/readyz", "", "")
+	if code != 200 || !strings.Contains(string(b), `"models":["stories:latest"]`) || !strings.Contains(string(b), `"loaded":1`) {
+		t.Fatalf("/readyz: %d %s", code, b)
 	}
 }

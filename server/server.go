@@ -142,6 +142,7 @@ type Server struct {
 	preload   preloadState
 	flights   *flight.Log // the requests and jobs in flight
 	timeouts  connTimeouts
+	auth      *auth.Auth // for what public routes show only to a key holder
 }
 
 // New builds a server; it loads no model until a request needs one.
@@ -155,6 +156,7 @@ func New(cfg Config) *Server {
 	e.HTTPErrorHandler = dialect.ErrorHandler(ollama.ErrorHandler)
 	s := &Server{echo: e, sched: sched.New(cfg.Sched), tls: cfg.TLS, hosts: cfg.Hosts, preload: preloadState{names: cfg.Preload}}
 	s.flights = openFlights(cfg.DataDir)
+	s.auth = cfg.Auth
 	s.timeouts = timeoutsOf(cfg)
 	src := telemetry.Sources{Sched: s.sched, GPUs: s.sched.Config().GPUs, Compat: cfg.MetricsCompat}
 	if cfg.Auth.Enabled() {
