@@ -80,8 +80,8 @@ func TestResponsesNamespaceAndHostedTools(t *testing.T) {
 	// names the member and its namespace.
 	enum := map[string]any{"enum": []string{"hello", "bye"}}
 	forced := responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), MaxOutputTokens: openai.Int(1000),
-		Tools: []responses.ToolUnionParam{namespaceTool("collaboration", enum, "spawn_agent", "send_message")},
-		ToolChoice: responses.ResponseNewParamsToolChoiceUnion{OfToolChoiceMode: openai.Opt(responses.ToolChoiceOptionsRequired)},
+		Tools:       []responses.ToolUnionParam{namespaceTool("collaboration", enum, "spawn_agent", "send_message")},
+		ToolChoice:  responses.ResponseNewParamsToolChoiceUnion{OfToolChoiceMode: openai.Opt(responses.ToolChoiceOptionsRequired)},
 		Temperature: openai.Float(0), Store: openai.Bool(false)}
 	resp, err = client.Responses.New(ctx, forced)
 	if err != nil {
