@@ -26,7 +26,7 @@ const StatusClientClosedRequest = 499
 // inflate the server's error rate. A stream cut after its first token
 // keeps its 200: the client got part of an answer.
 func clientGone(ctx context.Context, res *echo.Response, slot *flight.Slot) bool {
-	if !errors.Is(ctx.Err(), context.Canceled) {
+	if !errors.Is(ctx.Err(), context.Canceled) || bodyCut(ctx) {
 		return false
 	}
 	switch slot.Phase() {

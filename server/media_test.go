@@ -238,7 +238,7 @@ func TestMediaBadImages(t *testing.T) {
 	}
 	// Which image failed, and why, by its field.
 	ollamaStatus(t, "corrupt", gen(img, corrupt), http.StatusBadRequest, "images[1]: corrupt or truncated PNG image")
-	ollamaStatus(t, "huge", gen(hugePNG()), http.StatusBadRequest, "images[0]: PNG image is 100000×100000 pixels, more than the limit of 50000000 pixels")
+	ollamaStatus(t, "huge", gen(hugePNG()), http.StatusBadRequest, "images[0]: PNG image is 100000×100000 pixels: width and height must be at most 8192 (the vision encoder's limit)")
 	ollamaStatus(t, "not an image", gen([]byte("hello, world")), http.StatusBadRequest, "images[0]: unsupported image format")
 	ollamaStatus(t, "too many", gen(img, img, img), http.StatusBadRequest, "too many images: the request has 3 images and audio clips, at most 2 are allowed")
 	err := ts.Client.Chat(ctx, &ollama.ChatRequest{Model: "vis", Stream: ptr(false), Messages: []ollama.Message{

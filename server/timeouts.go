@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -92,7 +93,7 @@ func (t connTimeouts) bodyDeadline(h http.Handler) http.Handler {
 			return
 		}
 		r.Body = b
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), deadlineBodyKey{}, b)))
 	})
 }
 
@@ -106,6 +107,17 @@ type deadlineBody struct {
 	n        int64     // bytes read
 	deadline time.Time // as set; zero once lifted
 	done     bool
+	cut      bool // the body came too slowly: the server cut it
+}
+
+type deadlineBodyKey struct{}
+
+// bodyCut reports whether the request of ctx had its body cut for
+// arriving too slowly: its context ends as a gone client's does, but the
+// server cut it, and the client is answered the 400.
+func bodyCut(ctx context.Context) bool {
+	b, ok := ctx.Value(deadlineBodyKey{}).(*deadlineBody)
+	return ok && b.cut
 }
 
 func (b *deadlineBody) set(d time.Time) error {
@@ -131,6 +143,7 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	case err != nil:
 		b.done = true
 		if errors.Is(err, os.ErrDeadlineExceeded) {
+			b.cut = true
 			err = fmt.Errorf("%w: %d bytes in %s; the server wants no pause over %s (--read-timeout) and %d bytes/s on average after it (--min-body-rate): %w",
 				ErrSlowBody, b.n, now.Sub(b.start).Round(time.Millisecond), b.t.read, b.t.minRate, err)
 		}
