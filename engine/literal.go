@@ -16,7 +16,7 @@ import (
 // "<|im_end|>" in a message closes their own turn and can forge a
 // system or assistant turn. Client text is therefore tokenized as text:
 // the dialects mark the spans of the rendered prompt that came from a
-// client (LiteralSpans finds the control texts there) and TokenizeLiteral
+// client (ControlSpans finds the control texts there) and TokenizeLiteral
 // keeps llama.cpp's special parsing for the rest only.
 
 // controlTrie finds the texts of the tokens a template writes as markers:
@@ -111,30 +111,16 @@ func (m *Model) HasControlText(s string) bool {
 	return false
 }
 
-// LiteralSpans are the byte ranges of text to tokenize as plain text so
-// that no control token is read inside the client ranges given (sorted,
-// not overlapping): every occurrence of a control token's text that
-// overlaps one, overlapping occurrences merged.
-func (m *Model) LiteralSpans(text string, client [][2]int) [][2]int {
-	if len(client) == 0 {
-		return nil
-	}
+// ControlSpans are the byte ranges of s that hold a control token's
+// text (every occurrence, overlapping ones merged), sorted: the spans a
+// client's text must keep as text.
+func (m *Model) ControlSpans(s string) [][2]int {
 	t := m.controlTrie()
 	var out [][2]int
-	ci := 0
-	for i := 0; i < len(text); i++ {
-		n := t.longest(text[i:])
+	for i := 0; i < len(s); i++ {
+		n := t.longest(s[i:])
 		if n == 0 {
 			continue
-		}
-		for ci < len(client) && client[ci][1] <= i {
-			ci++
-		}
-		if ci == len(client) {
-			break
-		}
-		if client[ci][0] >= i+n {
-			continue // ends before the next client range
 		}
 		if k := len(out); k > 0 && out[k-1][1] >= i {
 			out[k-1][1] = max(out[k-1][1], i+n)

@@ -41,12 +41,13 @@ func newLiterals(m *engine.Model) *literals {
 
 // text is s with each control text replaced by a placeholder.
 func (l *literals) text(s string) string {
-	if !l.m.HasControlText(s) {
+	spans := l.m.ControlSpans(s)
+	if len(spans) == 0 {
 		return s
 	}
 	var b strings.Builder
 	at := 0
-	for _, sp := range l.m.LiteralSpans(s, [][2]int{{0, len(s)}}) {
+	for _, sp := range spans {
 		b.WriteString(s[at:sp[0]])
 		b.WriteString(l.nonce)
 		b.WriteString(strconv.Itoa(len(l.originals)))
