@@ -21,6 +21,7 @@ import (
 // server is the tadpole serve process under load.
 type server struct {
 	url  string
+	dbg  string // its --debug-addr (Go's pprof), for goroutine dumps
 	cmd  *exec.Cmd
 	log  string // its stderr/stdout file
 	done chan struct{}
@@ -50,13 +51,17 @@ func startServer(bin, dir string, extra []string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{url: "http://127.0.0.1:" + port, log: filepath.Join(dir, "server.log"), done: make(chan struct{})}
+	dport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{url: "http://127.0.0.1:" + port, dbg: "http://127.0.0.1:" + dport, log: filepath.Join(dir, "server.log"), done: make(chan struct{})}
 	logf, err := os.Create(s.log)
 	if err != nil {
 		return nil, err
 	}
 	args := append([]string{"serve", "--host", "127.0.0.1:" + port, "--models", models,
-		"--data-dir", filepath.Join(dir, "data"), "--log-level", "warn"}, extra...)
+		"--data-dir", filepath.Join(dir, "data"), "--log-level", "warn", "--debug-addr", "127.0.0.1:" + dport}, extra...)
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
@@ -127,6 +132,8 @@ func (s *server) tail(n int) string {
 // sample is the server's process state at one moment.
 type sample struct {
 	rssKiB     int64
+	goHeapKiB  int64 // Go heap in use (go_memstats_heap_inuse_bytes); -1: unknown
+	goHeldKiB  int64 // what the Go runtime holds from the OS (go_memstats_sys_bytes less heap released)
 	threads    int
 	fds        int
 	goroutines int // -1: /metrics has no go_goroutines
@@ -138,7 +145,7 @@ type sample struct {
 // and asks the server for its slots (/api/ps) and goroutines (/metrics).
 func (s *server) measure() sample {
 	pid := s.cmd.Process.Pid
-	out := sample{goroutines: -1, slotsBusy: -1}
+	out := sample{goroutines: -1, slotsBusy: -1, goHeapKiB: -1, goHeldKiB: -1}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			k, v, _ := strings.Cut(line, ":")
@@ -179,12 +186,30 @@ func (s *server) measure() sample {
 		}
 	}
 	if st, body, err := get(ctx, s.url+"/metrics"); err == nil && st == http.StatusOK {
+		var sys, released float64
 		sc := bufio.NewScanner(strings.NewReader(string(body)))
 		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-				f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-				out.goroutines = int(f)
+			name, v, ok := strings.Cut(sc.Text(), " ")
+			if !ok {
+				continue
 			}
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				continue
+			}
+			switch name {
+			case "go_goroutines":
+				out.goroutines = int(f)
+			case "go_memstats_heap_inuse_bytes":
+				out.goHeapKiB = int64(f) / 1024
+			case "go_memstats_sys_bytes":
+				sys = f
+			case "go_memstats_heap_released_bytes":
+				released = f
+			}
+		}
+		if sys > 0 {
+			out.goHeldKiB = int64(sys-released) / 1024
 		}
 	}
 	return out
@@ -204,4 +229,43 @@ func get(ctx context.Context, url string) (int, []byte, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, b, err
+}
+
+// goroutines is the server's goroutine profile in text (pprof debug=1:
+// each distinct stack with its count), or why it is not.
+func (s *server) goroutines() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, body, err := get(ctx, s.dbg+"/debug/pprof/goroutine?debug=1")
+	if err != nil || st != http.StatusOK {
+		return fmt.Sprintf("(no goroutine profile: status %d, %v)", st, err)
+	}
+	return string(body)
+}
+
+// newStacks lists the goroutine stacks of after (a debug=1 profile) that
+// are more numerous than in before: what the load left behind.
+func newStacks(before, after string) string {
+	count := func(p string) map[string]int {
+		m := map[string]int{}
+		for _, rec := range strings.Split(p, "\n\n") {
+			n, stack, ok := strings.Cut(rec, " @ ")
+			if !ok {
+				continue
+			}
+			var c int
+			fmt.Sscanf(strings.TrimSpace(n), "%d", &c)
+			_, frames, _ := strings.Cut(stack, "\n")
+			m[frames] += c
+		}
+		return m
+	}
+	b, a := count(before), count(after)
+	var out strings.Builder
+	for frames, c := range a {
+		if c > b[frames] {
+			fmt.Fprintf(&out, "%d more of:\n%s\n\n", c-b[frames], frames)
+		}
+	}
+	return out.String()
 }
