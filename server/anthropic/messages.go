@@ -143,55 +143,104 @@ func (c *converter) system(field string, blocks []Block, join bool) error {
 	return nil
 }
 
-// user converts a user turn.
+// user converts a user turn: its text, images, documents and search
+// results make user messages, each tool_result a tool message, in their
+// order.
 func (c *converter) user(field string, blocks []Block) error {
 	if len(blocks) == 0 {
 		return invalid("%s.content: a user message needs at least one content block", field)
 	}
-	var texts []string
-	var images []imageAt // the images of the message being gathered
-	flush := func() {
-		if len(texts) > 0 || len(images) > 0 {
-			for _, im := range images {
-				c.media.AddMessageMedia(len(c.out), im.offset, im.media)
-			}
-			c.out = append(c.out, infer.Message{Role: "user", Content: strings.Join(texts, "\n")})
-			texts, images = nil, nil
-		}
-	}
+	var p parts
 	for j, b := range blocks {
 		bf := fmt.Sprintf("%s.content[%d]", field, j)
-		switch b.Type {
-		case "text":
-			texts = append(texts, b.Text)
-		case "image":
-			data, err := c.imageBlock(bf, b)
-			if err != nil {
+		if b.Type != "tool_result" {
+			if err := c.content(bf, b, &p, "text, image, document, search_result and tool_result blocks"); err != nil {
 				return err
 			}
-			// Where the text gathered so far ends, with the newline
-			// that joins it to the next text after the image.
-			offset := len(strings.Join(texts, "\n"))
-			images = append(images, imageAt{offset, infer.Media{Data: data, Field: bf}})
-		case "tool_result":
-			msg, err := c.toolResult(bf, b)
-			if err != nil {
-				return err
-			}
-			flush()
-			c.out = append(c.out, msg)
-		default:
-			return c.refuse(bf, b.Type, "text, image and tool_result blocks")
+			continue
 		}
+		msg, tp, err := c.toolResult(bf, b)
+		if err != nil {
+			return err
+		}
+		if !p.empty() {
+			c.emit(infer.Message{Role: "user"}, &p)
+			p = parts{}
+		}
+		c.emit(msg, &tp)
 	}
-	flush()
+	if !p.empty() {
+		c.emit(infer.Message{Role: "user"}, &p)
+	}
 	return nil
 }
 
-// imageAt is an image of a user message and its offset in the text.
+// parts gathers one message's text and images, block by block: texts
+// are joined by newlines, and each image sits where the text gathered
+// before it ends.
+type parts struct {
+	prefix string // written before the texts ("Error: " of a failed tool)
+	texts  []string
+	images []imageAt
+}
+
+func (p *parts) text(s string) { p.texts = append(p.texts, s) }
+
+func (p *parts) image(m infer.Media) {
+	p.images = append(p.images, imageAt{len(p.prefix) + len(strings.Join(p.texts, "\n")), m})
+}
+
+func (p *parts) empty() bool { return len(p.texts) == 0 && len(p.images) == 0 }
+
+// emit appends msg with the gathered parts as its content and images.
+func (c *converter) emit(msg infer.Message, p *parts) {
+	msg.Content = p.prefix + strings.Join(p.texts, "\n")
+	for _, im := range p.images {
+		c.media.AddMessageMedia(len(c.out), im.offset, im.media)
+	}
+	c.out = append(c.out, msg)
+}
+
+// imageAt is an image of a message and its offset in the text.
 type imageAt struct {
 	offset int
 	media  infer.Media
+}
+
+// content reads a block of a user turn or of a tool result: text,
+// image, document or search_result; allowed names them for the error
+// of any other type.
+func (c *converter) content(field string, b Block, p *parts, allowed string) error {
+	switch b.Type {
+	case "text":
+		p.text(b.Text)
+	case "image":
+		data, err := c.imageBlock(field, b)
+		if err != nil {
+			return err
+		}
+		p.image(infer.Media{Data: data, Field: field})
+	case "document":
+		return c.document(field, b, p)
+	case "search_result":
+		return c.searchResult(field, b, p)
+	default:
+		return c.refuse(field, b.Type, allowed)
+	}
+	return nil
+}
+
+// source reads an image's or a document's source object.
+func source(field string, raw json.RawMessage) (Source, error) {
+	var src Source
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return src, invalid("%s.source: Field required", field)
+	}
+	if raw[0] != '{' || json.Unmarshal(raw, &src) != nil {
+		return src, invalid("%s.source: expected an object", field)
+	}
+	return src, nil
 }
 
 // imageBlock reads an image block's base64 source, whose media_type
@@ -199,9 +248,9 @@ type imageAt struct {
 // --allow-image-urls). Whether the model takes images is checked when
 // the request starts (infer.Request.CheckMedia).
 func (c *converter) imageBlock(field string, b Block) ([]byte, error) {
-	src := b.Source
-	if src == nil {
-		return nil, invalid("%s.source: Field required", field)
+	src, err := source(field, b.Source)
+	if err != nil {
+		return nil, err
 	}
 	switch src.Type {
 	case "base64":
@@ -220,6 +269,8 @@ func (c *converter) imageBlock(field string, b Block) ([]byte, error) {
 			return nil, invalid("%s.source.url: %v", field, err)
 		}
 		return data, nil
+	case "file":
+		return nil, invalid("%s.source.file_id: the Files API is not available on this server: send the image as base64 data", field)
 	default:
 		return nil, invalid("%s.source.type: %q is not supported: expected \"base64\"", field, src.Type)
 	}
@@ -233,38 +284,128 @@ func (c *converter) imageBlock(field string, b Block) ([]byte, error) {
 	return data, nil
 }
 
+// document reads a document block: plain text ("text" source) or
+// content blocks ("content" source: text and images), given to the
+// model in the tags Anthropic's prompting guide uses for documents
+// (<document>, with its <title> and <context> when set, and the text
+// in <document_content>). PDFs and Files API files are refused: this
+// server reads no PDF and keeps no files.
+func (c *converter) document(field string, b Block, p *parts) error {
+	src, err := source(field, b.Source)
+	if err != nil {
+		return err
+	}
+	open := func() {
+		head := "<document>"
+		if b.Title != "" {
+			head += "\n<title>" + b.Title + "</title>"
+		}
+		if b.Context != "" {
+			head += "\n<context>" + b.Context + "</context>"
+		}
+		p.text(head + "\n<document_content>")
+	}
+	const close = "</document_content>\n</document>"
+	switch src.Type {
+	case "text":
+		if mt := src.MediaType; mt != "" && mt != "text/plain" {
+			return invalid("%s.source.media_type: %q is not supported for a text source: expected \"text/plain\"", field, mt)
+		}
+		open()
+		p.text(src.Data)
+		p.text(close)
+	case "content":
+		blocks, err := contentBlocks(field+".source.content", src.Content)
+		if err != nil {
+			return err
+		}
+		open()
+		for k, cb := range blocks {
+			cf := fmt.Sprintf("%s.source.content[%d]", field, k)
+			switch cb.Type {
+			case "text":
+				p.text(cb.Text)
+			case "image":
+				data, err := c.imageBlock(cf, cb)
+				if err != nil {
+					return err
+				}
+				p.image(infer.Media{Data: data, Field: cf})
+			default:
+				return c.refuse(cf, cb.Type, "text and image blocks")
+			}
+		}
+		p.text(close)
+	case "base64", "url":
+		return invalid("%s.source: PDF documents are not supported by this server: send the document's text as a \"text\" source", field)
+	case "file":
+		return invalid("%s.source.file_id: the Files API is not available on this server: send the document's text as a \"text\" source", field)
+	case "":
+		return invalid("%s.source.type: Field required", field)
+	default:
+		return invalid("%s.source.type: %q is not supported: expected \"text\" or \"content\"", field, src.Type)
+	}
+	return nil
+}
+
+// searchResult reads a search_result block (a RAG result: source,
+// title and text blocks), given to the model as a <search_result> with
+// its <source>, <title> and <content>. Citations are not produced:
+// answers are plain text.
+func (c *converter) searchResult(field string, b Block, p *parts) error {
+	var src string
+	if raw := bytes.TrimSpace(b.Source); len(raw) == 0 || json.Unmarshal(raw, &src) != nil || src == "" {
+		return invalid("%s.source: Field required (a string: the result's URL or identifier)", field)
+	}
+	if b.Title == "" {
+		return invalid("%s.title: Field required", field)
+	}
+	blocks, err := contentBlocks(field+".content", b.Content)
+	if err != nil {
+		return err
+	}
+	texts := make([]string, 0, len(blocks))
+	for k, cb := range blocks {
+		if cb.Type != "text" {
+			return c.refuse(fmt.Sprintf("%s.content[%d]", field, k), cb.Type, "text blocks")
+		}
+		texts = append(texts, cb.Text)
+	}
+	p.text("<search_result>\n<source>" + src + "</source>\n<title>" + b.Title + "</title>\n<content>\n" +
+		strings.Join(texts, "\n") + "\n</content>\n</search_result>")
+	return nil
+}
+
 // toolResult converts a tool_result block, which must answer a tool_use
-// of an earlier assistant turn. A result with is_error set reaches the
-// model as "Error: " and its content.
-func (c *converter) toolResult(field string, b Block) (infer.Message, error) {
+// of an earlier assistant turn, into a tool message and its parts: text,
+// images, documents and search results. A result with is_error set
+// reaches the model as "Error: " and its content.
+func (c *converter) toolResult(field string, b Block) (infer.Message, parts, error) {
+	var p parts
 	name, ok := c.calls[b.ToolUseID]
 	if !ok {
-		return infer.Message{}, invalid("%s.tool_use_id: %q matches no tool_use block of an earlier assistant message", field, b.ToolUseID)
+		return infer.Message{}, p, invalid("%s.tool_use_id: %q matches no tool_use block of an earlier assistant message", field, b.ToolUseID)
 	}
-	var text string
+	if b.IsError {
+		p.prefix = "Error: "
+	}
 	if raw := bytes.TrimSpace(b.Content); len(raw) > 0 && string(raw) != "null" {
 		blocks, err := contentBlocks(field+".content", raw)
 		if err != nil {
-			return infer.Message{}, err
+			return infer.Message{}, p, err
 		}
-		var texts []string
 		for k, cb := range blocks {
-			if cb.Type != "text" {
-				return infer.Message{}, c.refuse(fmt.Sprintf("%s.content[%d]", field, k), cb.Type, "text blocks")
+			if err := c.content(fmt.Sprintf("%s.content[%d]", field, k), cb, &p, "text, image, document and search_result blocks"); err != nil {
+				return infer.Message{}, p, err
 			}
-			texts = append(texts, cb.Text)
 		}
-		text = strings.Join(texts, "\n")
 	}
-	if b.IsError {
-		text = "Error: " + text
-	}
-	return infer.Message{Role: "tool", Content: text, ToolCallID: b.ToolUseID, ToolName: name}, nil
+	return infer.Message{Role: "tool", ToolCallID: b.ToolUseID, ToolName: name}, p, nil
 }
 
 // assistant converts an assistant turn: its thinking, text and tool_use
-// blocks. redacted_thinking blocks (which this server never writes) are
-// dropped. Signatures are not checked: they sign nothing secret here
+// blocks. redacted_thinking blocks and the blocks of Anthropic's server
+// tools (which this server never writes) are dropped. Signatures are not checked: they sign nothing secret here
 // (see signature).
 func (c *converter) assistant(field string, blocks []Block) error {
 	msg := infer.Message{Role: "assistant"}
@@ -277,6 +418,13 @@ func (c *converter) assistant(field string, blocks []Block) error {
 		case "thinking":
 			thoughts = append(thoughts, b.Thinking)
 		case "redacted_thinking":
+		case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+			"bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "tool_search_tool_result",
+			"mcp_tool_use", "mcp_tool_result":
+			// Echoed back from a conversation with Anthropic's own
+			// servers, which run these tools: their results are
+			// encrypted or meant for that server's tools, so they are
+			// dropped, as redacted thinking is.
 		case "tool_use":
 			call, err := c.toolUse(bf, b)
 			if err != nil {
@@ -320,9 +468,11 @@ func (c *converter) toolUse(field string, b Block) (infer.ToolCall, error) {
 func (c *converter) refuse(field, typ, allowed string) *Error {
 	switch typ {
 	case "image":
-		return invalid("%s: image blocks are not supported here: only in a user message's content", field)
-	case "document":
-		return invalid("%s: model %q does not support documents: send their text as text blocks", field, c.model)
+		return invalid("%s: image blocks are not supported here: only in a user message's content, a tool result or a document", field)
+	case "document", "search_result":
+		return invalid("%s: %s blocks are not supported here: only in a user message's content or a tool result", field, typ)
+	case "container_upload":
+		return invalid("%s: container_upload blocks need Anthropic's code execution tool, which this server does not run", field)
 	case "":
 		return invalid("%s.type: Field required", field)
 	}

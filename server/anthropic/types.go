@@ -35,7 +35,8 @@ type MessageParam struct {
 }
 
 // Block is one input content block, any type; which fields count
-// depends on Type.
+// depends on Type. cache_control (on any block) and citations are
+// accepted and ignored.
 type Block struct {
 	Type string `json:"type"`
 	// text
@@ -44,25 +45,37 @@ type Block struct {
 	ID    string          `json:"id"`
 	Name  string          `json:"name"`
 	Input json.RawMessage `json:"input"`
-	// tool_result: Content is a string or text blocks.
+	// tool_result: Content is a string or blocks (text, image, document,
+	// search_result). search_result and a document's "content" source:
+	// text blocks.
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
 	// thinking
 	Thinking  string `json:"thinking"`
 	Signature string `json:"signature"`
-	// image
-	Source *ImageSource `json:"source"`
+	// image and document: an object (see Source); search_result: a
+	// string (the result's URL or identifier).
+	Source json.RawMessage `json:"source"`
+	// document and search_result
+	Title string `json:"title"`
+	// document
+	Context string `json:"context"`
 }
 
-// ImageSource is an image block's source: base64 data of a media type
-// ("base64"), or an http(s) URL ("url"), fetched only when the
-// operator allows it (--allow-image-urls) and refused otherwise.
-type ImageSource struct {
-	Type      string `json:"type"`
-	MediaType string `json:"media_type"`
-	Data      string `json:"data"`
-	URL       string `json:"url"`
+// Source is an image's or a document's source. Images: base64 data of a
+// media type ("base64"), or an http(s) URL ("url"), fetched only when
+// the operator allows it (--allow-image-urls) and refused otherwise.
+// Documents: plain text ("text", Data), content blocks ("content",
+// Content), or a PDF ("base64", "url") or a Files API file ("file"),
+// which this server refuses.
+type Source struct {
+	Type      string          `json:"type"`
+	MediaType string          `json:"media_type"`
+	Data      string          `json:"data"`
+	URL       string          `json:"url"`
+	Content   json.RawMessage `json:"content"`
+	FileID    string          `json:"file_id"`
 }
 
 // Tool is a client tool: a function the model may call. Type is empty
