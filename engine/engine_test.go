@@ -452,6 +452,40 @@ func TestScriptModel(t *testing.T) {
 	}
 }
 
+// A variant of the scripted model plays the script it was generated
+// with (a tool of the test's choosing, its arguments, its answer) the
+// same way, greedy and sampled at temperature 1 over its large
+// vocabulary.
+func TestScriptVariantModel(t *testing.T) {
+	script := testmodels.ToolScript{Tool: "Read", Arguments: `{"file_path": "/tmp/a b/note.txt"}`, Answer: "The note has been read. The end."}
+	path := filepath.Join(t.TempDir(), "variant.gguf")
+	if err := testmodels.WriteScriptVariant(path, script); err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModel(path, ModelParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const ask = "<|im_start|>system\nYou read files. Reply in JSON: {\"ok\": true}.<|im_end|>\n<|im_start|>user\nWhat does note.txt say?<|im_end|>\n<|im_start|>assistant\n"
+	call := "<|im_start|>assistant\n" + script.Call() + "<|im_end|>\n"
+	for _, c := range []struct{ prompt, want string }{
+		{ask, "<think>" + testmodels.ScriptThinking + "</think>" + script.Call()},
+		{ask + "<think>\n\n</think>\n\n", script.Call()},
+		{ask[:len(ask)-len("<|im_start|>assistant\n")] + call + "<|im_start|>user\n<tool_response>\nhello\n</tool_response><|im_end|>\n<|im_start|>assistant\n", script.Answer},
+	} {
+		toks, err := m.Tokenize(c.prompt, true, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []SamplerParams{{}, {Temperature: 1, Seed: 7}} {
+			if text, _ := generate(t, m, toks, 60, p); text != c.want {
+				t.Errorf("%q at temperature %v:\n got %q\nwant %q", c.prompt, p.Temperature, text, c.want)
+			}
+		}
+	}
+}
+
 // The engine refuses values llama.cpp would assert on or truncate, with
 // an error naming the value (engine/limits.go), instead of handing them
 // on.
