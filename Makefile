@@ -26,7 +26,7 @@ CUDA_ARCHITECTURES ?= 80;86;89;90
 LIBDIR ?= lib/tadpole
 
 
-.PHONY: test-one
+.PHONY: test-one test-agents
 .PHONY: all build run test bench bench-images bench-ci fmt vet deps flags clean cuda gpu-check-tools fuzz fuzz-ci soak
 
 all: build
@@ -56,6 +56,12 @@ test: deps vet
 
 test-one: deps
 	$(GO) test -race -count=1 -timeout 30m -run '$(RUN)' $(PKG)
+
+# The official coding agents end to end (server/agents_test.go): Claude
+# Code and Codex from npm (pinned, cached under $$TADPOLE_CACHE/agents)
+# against the server with a generated tool-calling model. About a minute.
+test-agents: deps
+	TADPOLE_AGENTS=1 $(GO) test -race -count=1 -timeout 30m -v -run '^TestAgent' ./server
 
 vet:
 	$(GO) vet ./...
