@@ -153,14 +153,70 @@ func (c *PromptCache) Stats() CacheStats {
 	return s
 }
 
+// prefetched is a disk entry a request read before it queued (see
+// prefetch), with what reading it took.
+type prefetched struct {
+	entry *cacheEntry
+	disk  *diskEntry
+	took  time.Duration
+}
+
+// prefetch runs in the caller's goroutine before a request queues: when
+// the disk tier holds a longer prefix of prompt (at least min tokens)
+// than the RAM tier, it reads and checks that file now and promotes it
+// to the RAM tier, so that the runner's loop, which decodes for every
+// slot, never waits on a disk (a slow disk, or a file planted in the
+// cache, stalls only the request that asked for it). The request keeps
+// the entry until a slot takes it, so that it is not lost when the RAM
+// tier is small (or off) and evicts it first. A file that fails its
+// checks is removed and the request prefills.
+func (c *PromptCache) prefetch(key string, prompt []engine.Token, min int) *prefetched {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	ram := 0
+	for _, e := range c.ram {
+		if e.key == key {
+			ram = max(ram, commonPrefix(e.tokens, prompt))
+		}
+	}
+	var best *diskEntry
+	n := max(ram+1, min)
+	for _, e := range c.disk {
+		if e.key == key {
+			if k := commonPrefix(e.tokens, prompt); k >= n {
+				n, best = k+1, e
+			}
+		}
+	}
+	if best == nil {
+		c.mu.Unlock()
+		return nil
+	}
+	c.touchDisk(best)
+	c.mu.Unlock()
+	t0 := time.Now()
+	data, err := readEntry(best.path, best.key, best.size)
+	if err != nil {
+		slog.Warn("prompt cache: a disk entry could not be read; removed", "file", best.path, "error", err)
+		c.dropDisk(best)
+		return nil
+	}
+	e := &cacheEntry{key: best.key, tokens: best.tokens, data: data}
+	c.put(e, false) // promoted
+	return &prefetched{entry: e, disk: best, took: time.Since(t0)}
+}
+
 // lookup finds the entry of key sharing the longest prefix with prompt
-// (at least min tokens): its tokens and a function that loads its state
-// into seq of ctx, or n 0.
-func (c *PromptCache) lookup(key string, prompt []engine.Token, min int) (n int, tokens []engine.Token, load func(ctx *engine.Context, seq int) error) {
+// (at least min tokens) in the RAM tier or pre (the request's prefetched
+// disk entry): its tokens and a function that loads its state into seq
+// of ctx, or n 0. The disk tier is not read here: lookup runs on the
+// runner's loop.
+func (c *PromptCache) lookup(key string, prompt []engine.Token, min int, pre *prefetched) (n int, tokens []engine.Token, load func(ctx *engine.Context, seq int) error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var best *cacheEntry
-	var bestDisk *diskEntry
 	for _, e := range c.ram {
 		if e.key == key {
 			if k := commonPrefix(e.tokens, prompt); k > n {
@@ -168,49 +224,39 @@ func (c *PromptCache) lookup(key string, prompt []engine.Token, min int) (n int,
 			}
 		}
 	}
-	for _, e := range c.disk {
-		if e.key == key {
-			if k := commonPrefix(e.tokens, prompt); k > n {
-				n, best, bestDisk = k, nil, e
-			}
+	fromDisk := false
+	if pre != nil && pre.entry.key == key {
+		if k := commonPrefix(pre.entry.tokens, prompt); k > n || k == n && best == pre.entry {
+			n, best, fromDisk = k, pre.entry, true
 		}
 	}
 	if n < min {
 		c.stats.Misses++
 		return 0, nil, nil
 	}
-	if best != nil {
+	if !fromDisk {
 		c.touchRAM(best)
-		best.refs++ // until load has copied it (another runner may retire it)
-		return n, best.tokens, func(ctx *engine.Context, seq int) error {
-			t0 := time.Now()
-			err := ctx.SetSeqState(seq, best.data)
-			c.restored(false, n, time.Since(t0), err)
-			if err != nil {
-				c.drop(best)
-			}
-			c.mu.Lock()
-			c.release(best)
-			c.mu.Unlock()
-			return err
-		}
 	}
-	e := bestDisk
-	c.touchDisk(e)
-	return n, e.tokens, func(ctx *engine.Context, seq int) error {
+	best.refs++ // until load has copied it (another runner may retire it)
+	return n, best.tokens, func(ctx *engine.Context, seq int) error {
 		t0 := time.Now()
-		data, err := readEntry(e.path, e.key, e.size)
-		if err == nil {
-			err = ctx.SetSeqState(seq, data)
+		err := ctx.SetSeqState(seq, best.data)
+		took := time.Since(t0)
+		if fromDisk {
+			took += pre.took
 		}
-		c.restored(true, n, time.Since(t0), err)
+		c.restored(fromDisk, n, took, err)
 		if err != nil {
-			slog.Warn("prompt cache: a disk entry could not be restored; removed", "file", e.path, "error", err)
-			c.dropDisk(e)
-			return err
+			c.drop(best)
+			if fromDisk {
+				slog.Warn("prompt cache: a disk entry could not be restored; removed", "file", pre.disk.path, "error", err)
+				c.dropDisk(pre.disk)
+			}
 		}
-		c.put(&cacheEntry{key: e.key, tokens: e.tokens, data: data}, false) // promoted
-		return nil
+		c.mu.Lock()
+		c.release(best)
+		c.mu.Unlock()
+		return err
 	}
 }
 
@@ -627,8 +673,10 @@ func (c *PromptCache) index() {
 
 // cacheKey is the runner's key in the prompt cache: the model's identity
 // and the shape of a sequence's state (KV type, flash attention, which
-// stores V transposed or not, cells per sequence).
-func (r *Runner) cacheKey() string {
+// stores V transposed or not, cells per sequence). Made once, by New.
+func (r *Runner) cacheKey() string { return r.key }
+
+func (r *Runner) makeCacheKey() string {
 	return fmt.Sprintf("%s|kv=%s|fa=%d|seq=%d", r.cfg.CacheKey, r.cfg.KVType, r.cfg.FlashAttn, r.ctx.NumCtxSeq())
 }
 
@@ -648,10 +696,12 @@ func (r *Runner) swapPromptCache(s *slot, q *request) bool {
 	if len(s.spans) == 0 && len(s.cache)-have >= MinCachedPrompt {
 		pc.save(key, r.ctx, s.id, s.cache)
 	}
+	pre := q.prefetched
+	q.prefetched = nil // the slot's now: the entry's memory goes with the request
 	if len(q.spans) > 0 {
 		return false
 	}
-	n, tokens, load := pc.lookup(key, q.prompt, have+MinCachedPrompt)
+	n, tokens, load := pc.lookup(key, q.prompt, have+MinCachedPrompt, pre)
 	if n == 0 {
 		return false
 	}

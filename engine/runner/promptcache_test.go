@@ -268,7 +268,7 @@ func TestPromptCacheSupersedes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, _, load := pc.lookup(key, append(append([]engine.Token(nil), turn3...), cat[:5]...), MinCachedPrompt)
+	n, _, load := pc.lookup(key, append(append([]engine.Token(nil), turn3...), cat[:5]...), MinCachedPrompt, nil)
 	if n != len(turn3) {
 		t.Fatalf("lookup matched %d of %d tokens", n, len(turn3))
 	}
@@ -377,5 +377,48 @@ func TestPromptCacheEntryNotAFile(t *testing.T) {
 				t.Errorf("the planted entry is still there: %v", err)
 			}
 		})
+	}
+}
+
+// A disk entry is read by the request that wants it, before it queues,
+// not by the runner's loop (issue 40): while the only slot decodes
+// another request, Generate has already read and promoted the entry to
+// the RAM tier; the request then restores it when the slot frees, with
+// the cold answer.
+func TestPromptCacheReadBeforeQueue(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	a, b := longPrompt(t, m, "cat"), longPrompt(t, m, "dog")
+	reqA := Request{Prompt: a, NumPredict: 24}
+	wantA := func() string { c := newCachedRunner(t, m, nil); defer c.Close(); return run(t, c, reqA).text }()
+
+	dir := t.TempDir()
+	pc := NewPromptCache(0, dir, 1<<30)
+	r := newCachedRunner(t, m, pc)
+	run(t, r, reqA)
+	r.Close() // A is written to disk
+	pc.Wait()
+
+	pc = NewPromptCache(1<<30, dir, 1<<30) // a restart, with a RAM tier
+	if st := pc.Stats(); st.DiskEntries != 1 || st.RAMEntries != 0 {
+		t.Fatalf("after the restart: %+v", st)
+	}
+	r = newCachedRunner(t, m, pc)
+	defer r.Close()
+	busy, err := generate(r, context.Background(), Request{Prompt: b[:8], NumPredict: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-busy // the slot is B's
+	events, err := generate(r, context.Background(), reqA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := pc.Stats(); st.RAMEntries != 1 || st.DiskHits != 0 {
+		t.Errorf("A queued behind B: %+v, want its entry read and in RAM already (restored later)", st)
+	}
+	collect(t, busy)
+	got := collect(t, events)
+	if got.text != wantA || got.last.Stats.RestoredTokens < len(a)-2 || pc.Stats().DiskHits != 1 {
+		t.Errorf("A: %q (%d of %d tokens restored, %+v), cold %q", got.text, got.last.Stats.RestoredTokens, len(a), pc.Stats(), wantA)
 	}
 }

@@ -162,6 +162,7 @@ type Runner struct {
 	model *engine.Model
 	ctx   *engine.Context
 	cfg   Config
+	key   string // its key in the prompt cache (cacheKey)
 	batch *engine.Batch
 	slots []*slot
 
@@ -208,6 +209,9 @@ type request struct {
 	ctx     context.Context
 	stream  *Stream
 	queued  time.Time
+	// prefetched is the prompt cache's disk entry read for this request
+	// before it queued (promptcache.go), until a slot takes it.
+	prefetched *prefetched
 }
 
 // New creates a runner over a loaded model and starts its loop.
@@ -252,6 +256,7 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
+	r.key = r.makeCacheKey()
 	for i := 0; i < cfg.Parallel; i++ {
 		r.slots = append(r.slots, &slot{id: i})
 	}
@@ -308,6 +313,9 @@ func (r *Runner) Generate(ctx context.Context, req Request) (*Stream, error) {
 		return nil, err
 	}
 	sr := &request{Request: req, sampler: smp, prompt: prompt, spans: spans, ctx: ctx, stream: newStream(req.Notify, req.OnDone), queued: time.Now()}
+	if len(spans) == 0 {
+		sr.prefetched = r.cfg.PromptCache.prefetch(r.key, prompt, MinCachedPrompt)
+	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
