@@ -57,11 +57,12 @@ test: deps vet
 test-one: deps
 	$(GO) test -race -count=1 -timeout 30m -run '$(RUN)' $(PKG)
 
-# The official coding agents end to end (server/agents_test.go): Claude
-# Code and Codex from npm (pinned, cached under $$TADPOLE_CACHE/agents)
-# against the server with a generated tool-calling model. About a minute.
+# The official coding agents end to end (server/agents_test.go, also part
+# of `make test`): Claude Code and Codex from npm (pinned, cached under
+# $$TADPOLE_CACHE/agents) against the server with a generated
+# tool-calling model, with each request's transcript. About 20 s.
 test-agents: deps
-	TADPOLE_AGENTS=1 $(GO) test -race -count=1 -timeout 30m -v -run '^TestAgent' ./server
+	$(GO) test -race -count=1 -timeout 30m -v -run '^TestAgent' ./server
 
 vet:
 	$(GO) vet ./...
