@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -158,4 +159,22 @@ func TestJobQueueQuota(t *testing.T) {
 		waitJob(t, ts, "alice", j.ID)
 	}
 	submitJob(t, ts, "alice", "/api/v1/cowsay", `{"message":"room again"}`)
+}
+
+// The job database is under --min-free-disk too (issue 40): with the
+// floor above the disk's free space a submission is a 507 in Anura's
+// shape naming the flag, nothing is stored, and the jobs' list still
+// answers.
+func TestJobDiskFloor(t *testing.T) {
+	ts := startLimitedJobServer(t, jobs.Config{MinFreeDisk: 1 << 62}, 0, nil)
+	code, _, b := do(t, "POST", ts.URL+"/api/v1/cowsay", "", `{"message":"moo"}`)
+	var e anuraError
+	json.Unmarshal(b, &e)
+	if code != http.StatusInsufficientStorage || e.Status != code || !strings.Contains(e.Error, "--min-free-disk") {
+		t.Fatalf("below the floor: %d %s", code, b)
+	}
+	code, _, b = do(t, "GET", ts.URL+"/api/v1/jobs", "", "")
+	if list, _ := envelopeOf[struct{ Jobs []anuraJob }](t, b); code != 200 || len(list.Jobs) != 0 {
+		t.Fatalf("jobs after the refusal: %d %s", code, b)
+	}
 }

@@ -91,6 +91,9 @@ func storeError(err error) error {
 		slog.Warn("job store", "error", err)
 		return dialect.Unavailable("%v; try again later", jobs.ErrUnavailable)
 	}
+	if errors.Is(err, jobs.ErrDiskLow) {
+		return errorf(http.StatusInsufficientStorage, "%v; the job was not stored", err)
+	}
 	return errorf(http.StatusInternalServerError, "%v", err)
 }
 

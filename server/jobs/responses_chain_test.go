@@ -188,6 +188,15 @@ func testResponseLimits(t *testing.T, cfg Config) {
 	if chain, err := s.ResponseChain(ctx, "r3", "a"); err != nil || chainIDs(chain) != "r1,r2,r3" {
 		t.Fatalf("stored before the refusal: %s (%v)", chainIDs(chain), err)
 	}
+	// Jobs (Anura's, background responses) are under the same floor.
+	_, err = s.SubmitModel(ctx, "chat", "a", "m", []byte(`{}`))
+	if s.pg {
+		if err != nil {
+			t.Fatalf("PostgreSQL's disk is not this server's: %v", err)
+		}
+	} else if !errors.Is(err, ErrDiskLow) || !strings.Contains(err.Error(), "--min-free-disk") {
+		t.Fatalf("disk floor, job: %v", err)
+	}
 }
 
 // A database written before chains (each response with its whole

@@ -328,10 +328,14 @@ func (s *Store) Submit(ctx context.Context, typ, owner string, request []byte) (
 // SubmitModel stores a new queued job that runs on model; it is durable
 // when SubmitModel returns. An owner with MaxQueuedPerOwner jobs queued
 // already gets ErrQuota: the count and the insert are atomic, so
-// concurrent submissions cannot overshoot the quota.
+// concurrent submissions cannot overshoot the quota. A database disk
+// below MinFreeDisk (with the request) refuses it with ErrDiskLow.
 func (s *Store) SubmitModel(ctx context.Context, typ, owner, model string, request []byte) (*Job, error) {
 	if request == nil {
 		request = []byte{}
+	}
+	if err := s.checkDisk(int64(len(request))); err != nil {
+		return nil, err
 	}
 	quota := int64(s.cfg.MaxQueuedPerOwner)
 	if quota <= 0 {

@@ -125,6 +125,9 @@ func (h *Handler) submit(c echo.Context, a *answer) error {
 			e.RetryAfter = 5
 			return e
 		}
+		if errors.Is(err, jobs.ErrDiskLow) {
+			return storeError(err)
+		}
 		return internal(err)
 	}
 	return c.JSON(http.StatusOK, resp)
