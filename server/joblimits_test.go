@@ -3,8 +3,8 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
