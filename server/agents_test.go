@@ -334,6 +334,7 @@ func TestAgentClaudeCode(t *testing.T) {
 		"ANTHROPIC_DEFAULT_SONNET_MODEL=agent", "ANTHROPIC_DEFAULT_OPUS_MODEL=agent",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
 		"DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1", "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY=1",
+		fmt.Sprintf("CLAUDE_CODE_MAX_CONTEXT_TOKENS=%d", agentContext), // the window of a model it does not know
 	)
 	out, took := runAgent(t, work, env, claude, "-p", "What does note.txt say?", "--model", "agent",
 		"--allowedTools", "Read", "--output-format", "text")
