@@ -466,6 +466,7 @@ func TestAgentCodex(t *testing.T) {
 		"-c", "model_provider=tadpole", "-c", "model=agent",
 		"-c", `model_providers.tadpole={name="Tadpole", base_url="`+base+`/v1", env_key="TADPOLE_API_KEY", wire_api="responses"}`,
 		"-c", "check_for_update_on_startup=false", "-c", "analytics.enabled=false", "-c", "feedback.enabled=false",
+		"-c", fmt.Sprintf("model_context_window=%d", agentContext),
 		"What does note.txt say?")
 	t.Logf("codex exec took %v; output: %q", took.Round(time.Millisecond), out)
 	transcript(t, rec, summarizeResponses)
