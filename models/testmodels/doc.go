@@ -65,5 +65,21 @@
 // tokens, ChatML tokens and letter sequences closed under prefixes)
 // tokenizes any text.
 //
+// # The architectures of 2026
+//
+// [WriteRandomGemma4] and [WriteRandomQwen35] / [WriteRandomQwen35MoE]
+// write random-weight models in the exact tensor layouts and metadata keys
+// that llama.cpp v0.5.0 loads for its "gemma4", "qwen35" and "qwen35moe"
+// architectures (see [Gemma4Shape] and [Qwen35Shape]; presets
+// [Gemma4Tiny], [Qwen35Tiny], [Qwen35MoETiny], each about 2 MB in Q8_0):
+// Gemma 4's sliding-window layers (a 512-token window) interleaved with
+// global ones, its shared-KV layers and per-layer embeddings; Qwen 3.5's
+// gated delta-net recurrent layers interleaved with gated full-attention
+// layers, and its MoE variant's routed experts, router and gated shared
+// expert. They carry the same synthetic vocabulary and ChatML template as
+// the llama models, so they serve through every API. Their state (a
+// window, a recurrent state) cannot be cut at any position: the tests of
+// prefix reuse, the prompt cache and speculative decoding run on them.
+//
 // The command scripts/genmodel writes these models from the shell.
 package testmodels

@@ -7,6 +7,8 @@
 //	go run ./scripts/genmodel -kind reranker -o /tmp/reranker.gguf
 //	go run ./scripts/genmodel -kind vision -o /tmp/vision.gguf
 //	go run ./scripts/genmodel -kind vision-bench -type q8_0 -o /tmp/vbench.gguf
+//	go run ./scripts/genmodel -kind gemma4 -type f32 -o /tmp/gemma4.gguf
+//	go run ./scripts/genmodel -kind qwen35moe -type q8_0 -o /tmp/qwen35moe.gguf
 //
 // Kinds: bigram (known greedy answers, always F32), bigram-heavy (the
 // same answers from 12 blocks 1024 wide, F16, whose outputs are zero: a
@@ -16,7 +18,9 @@
 // NAME.mmproj.gguf for -o NAME.gguf; always F32), vision-bench (the same
 // with a smol135m text model of -type and a ViT-S-sized projector, for
 // benchmarks), llama1b, smol135m, small and tiny (random weights of -type
-// f32, f16, q8_0 or q4_0).
+// f32, f16, q8_0 or q4_0), and gemma4, qwen35 and qwen35moe (random weights
+// of -type in the layouts of llama.cpp's architectures of those names:
+// testmodels.Gemma4Tiny, Qwen35Tiny and Qwen35MoETiny).
 package main
 
 import (
@@ -31,7 +35,7 @@ import (
 )
 
 func main() {
-	kind := flag.String("kind", "bigram", "model: bigram, bigram-heavy, reranker, vision, vision-bench, llama1b, smol135m, small or tiny")
+	kind := flag.String("kind", "bigram", "model: bigram, bigram-heavy, reranker, vision, vision-bench, llama1b, smol135m, small, tiny, gemma4, qwen35 or qwen35moe")
 	typ := flag.String("type", "q4_0", "weight type of the random models: f32, f16, q8_0 or q4_0")
 	seed := flag.Int64("seed", 1, "seed of the random models")
 	out := flag.String("o", "", "output file (required)")
@@ -79,8 +83,21 @@ func run(kind, typ string, seed int64, out string) error {
 			return terr
 		}
 		err = testmodels.WriteRandomLlama(out, shape, t, seed)
+	case "gemma4", "qwen35", "qwen35moe":
+		t, terr := tensorType(typ)
+		if terr != nil {
+			return terr
+		}
+		switch strings.ToLower(kind) {
+		case "gemma4":
+			err = testmodels.WriteRandomGemma4(out, testmodels.Gemma4Tiny, t, seed)
+		case "qwen35":
+			err = testmodels.WriteRandomQwen35(out, testmodels.Qwen35Tiny, t, seed)
+		default:
+			err = testmodels.WriteRandomQwen35MoE(out, testmodels.Qwen35MoETiny, t, seed)
+		}
 	default:
-		return fmt.Errorf("unknown -kind %q (bigram, bigram-heavy, reranker, vision, vision-bench, llama1b, smol135m, small, tiny)", kind)
+		return fmt.Errorf("unknown -kind %q (bigram, bigram-heavy, reranker, vision, vision-bench, llama1b, smol135m, small, tiny, gemma4, qwen35, qwen35moe)", kind)
 	}
 	if err != nil {
 		return err
