@@ -190,6 +190,7 @@ func New(cfg Config) *Server {
 	oa.RegisterV1(e.Group("/v1", openai.Errors))
 	(&anthropic.Handler{Infer: h.Infer}).Register(e) // /v1/messages: Anthropic's, with its own error shape
 	oa.RegisterWebUI(e.Group("/api/chat/completions", openai.Errors))
+	oa.RegisterLlamaServer(e) // /tokenize, /detokenize, /apply-template
 	an := &anura.Handler{Store: store, Infer: h.Infer, Jobs: cfg.Jobs, Usage: cfg.Auth.Usage(), JobMaxTokens: cfg.JobMaxTokens}
 	an.Register(e)
 	rs := &responses.Handler{Infer: h.Infer, Jobs: cfg.Jobs, TTL: cfg.ResponsesTTL, Usage: cfg.Auth.Usage()}

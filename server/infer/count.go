@@ -41,3 +41,19 @@ func (s *Service) CountTokens(ctx context.Context, req *Request) (int, error) {
 func (in *Instance) Text(tokens []engine.Token) string {
 	return in.Model.Detokenize(tokens, false)
 }
+
+// ApplyTemplate is the text of req's prompt, rendered as Start would
+// render it (the model's defaults, template, tools, thinking switch and
+// variables applied; each image as the projector's marker) but not
+// tokenized: llama-server's /apply-template. It acquires the model, which
+// loads it if need be, and releases it at once.
+func (s *Service) ApplyTemplate(ctx context.Context, req *Request) (string, error) {
+	in, err := s.Acquire(ctx, req.Model, req.Options, req.KeepAlive)
+	if err != nil {
+		return "", err
+	}
+	defer in.Release()
+	req = withModelDefaults(req, in.Entry)
+	text, _, _, err := renderClient(in.Model, req)
+	return text, err
+}
