@@ -121,7 +121,11 @@ func TestLlamaServerTokenize(t *testing.T) {
 	if tpl.Prompt != want {
 		t.Errorf("apply-template: %q, want %q", tpl.Prompt, want)
 	}
-	var cc struct{ Usage struct{ PromptTokens int `json:"prompt_tokens"` } }
+	var cc struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		}
+	}
 	postUtil(t, ts.URL+"/v1/chat/completions", strings.TrimSuffix(chat, "}")+`, "max_tokens": 1}`, &cc)
 	body, _ = json.Marshal(map[string]any{"model": "script", "content": tpl.Prompt, "add_special": true})
 	if n := len(tokenize(string(body))); cc.Usage.PromptTokens == 0 || cc.Usage.PromptTokens != n {
