@@ -147,7 +147,10 @@ func (m *Message) value() (*dict, error) {
 	d.set("role", m.Role)
 	d.set("content", m.Content)
 	if m.Thinking != "" {
+		// reasoning_content as llama-server names it; thinking as
+		// Ollama does and gpt-oss's template reads it.
 		d.set("reasoning_content", m.Thinking)
+		d.set("thinking", m.Thinking)
 	}
 	if len(m.ToolCalls) > 0 {
 		calls := &list{}

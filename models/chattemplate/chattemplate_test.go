@@ -137,7 +137,7 @@ func TestMessagesAndVariables(t *testing.T) {
 		Vars: map[string]any{"enable_thinking": true, "reasoning_effort": "low", "messages": "ignored"},
 	}
 	got := render(t, `{{ messages[0] }}|{{ messages[1] }}|{{ messages[2] }}|{{ tools is defined }}|{{ enable_thinking }}|{{ reasoning_effort }}|{{ bos_token is defined }}`, in)
-	want := `{'role': 'assistant', 'content': '', 'reasoning_content': 'hmm', 'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {'name': 'f', 'arguments': {'x': 1}}}]}` +
+	want := `{'role': 'assistant', 'content': '', 'reasoning_content': 'hmm', 'thinking': 'hmm', 'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {'name': 'f', 'arguments': {'x': 1}}}]}` +
 		`|{'role': 'tool', 'content': '42', 'tool_call_id': 'c1', 'name': 'f'}|{'role': 'user', 'content': 'hi'}|False|True|low|True`
 	if got != want {
 		t.Fatalf("got:\n%s\nwant:\n%s", got, want)

@@ -39,12 +39,16 @@ const (
 	// <｜tool▁call▁end｜><｜tool▁calls▁end｜> (R1: "function", the name and
 	// a ```json block; V3.1: the name and the arguments).
 	DeepSeek
+	// Harmony: OpenAI's gpt-oss messages, <|channel|>analysis / final /
+	// commentary to=functions.NAME <|constrain|>json<|message|>{…}
+	// (harmony.go).
+	Harmony
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony",
 }
 
 func (f Format) String() string {
@@ -59,6 +63,8 @@ func (f Format) String() string {
 func DetectFormat(template string) Format {
 	has := func(s string) bool { return strings.Contains(template, s) }
 	switch {
+	case has(harmonyChannel) && has(harmonyMessage):
+		return Harmony
 	case has(deepSeekCallsBegin):
 		return DeepSeek
 	case has("<|tool_call|>"):

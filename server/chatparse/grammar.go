@@ -20,7 +20,9 @@ type Tool struct {
 // call, in o.Format's syntax (a bare call object for the formats that
 // name the function outside JSON: functionary, function tags, DeepSeek;
 // the parser takes those too), of one of tools (only that one when only is
-// set) with arguments valid against its parameters schema: for OpenAI's
+// set) with arguments valid against its parameters schema (harmony: one
+// function's message to=functions.NAME, or a bare call object in a
+// commentary message when several may be called): for OpenAI's
 // tool_choice "required" or a named function. With o.Thinking the model
 // may think first, in a block of any of the thinking tag pairs; with
 // o.StartInThinking it must first end the block the prompt opened.
@@ -34,7 +36,7 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 	case CommandR, CommandRPlus:
 		nameKey, argsKey = "tool_name", "parameters"
 	}
-	var branches []json.RawMessage
+	var branches, argSchemas []json.RawMessage
 	var names []string
 	defs := map[string]map[string]json.RawMessage{}
 	for _, t := range tools {
@@ -79,6 +81,7 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 		b := fmt.Sprintf(`{"type": "object", "properties": {%q: {"const": %s}, %q: %s}, "required": [%q, %q]}`,
 			nameKey, name, argsKey, p, nameKey, argsKey)
 		branches = append(branches, json.RawMessage(b))
+		argSchemas = append(argSchemas, json.RawMessage(p))
 		names = append(names, t.Name)
 	}
 	if len(branches) == 0 {
@@ -96,6 +99,13 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 		}
 	}
 	schema := map[string]any{"anyOf": branches}
+	if o.Format == Harmony && len(branches) == 1 {
+		// One function: its own message, as gpt-oss writes a call (the
+		// name in the header, the arguments as the body), with no
+		// analysis first: <|end|> between messages is a control token,
+		// which a grammar cannot write.
+		schema = map[string]any{"allOf": []json.RawMessage{argSchemas[0]}}
+	}
 	for k, v := range defs {
 		schema[k] = v
 	}
@@ -105,6 +115,13 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 	}
 	prefix, suffix := "", ""
 	switch o.Format {
+	case Harmony:
+		if len(branches) == 1 {
+			return grammar.FromSchemaBetween(s, harmonyChannel+"commentary to=functions."+names[0]+" "+harmonyConstrain+"json"+harmonyMessage, "")
+		}
+		// Several: a bare call object in a commentary message, which
+		// the parser takes as a call.
+		return grammar.FromSchemaBetween(s, harmonyChannel+"commentary"+harmonyMessage, "")
 	case Hermes:
 		prefix, suffix = "<tool_call>\n", "\n</tool_call>"
 	case Mistral:

@@ -91,7 +91,7 @@ func TestGrammarRules(t *testing.T) {
 		{Name: "get_time", Parameters: []byte(`null`)},
 		{Name: "tree", Parameters: []byte(`{"type": "object", "properties": {"node": {"$ref": "#/definitions/node"}}, "definitions": {"node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/definitions/node"}}}}}}`)},
 	}
-	for f := Generic; f <= DeepSeek; f++ {
+	for f := Generic; f <= Harmony; f++ {
 		for _, o := range []Options{{Format: f}, {Format: f, Thinking: true}, {Format: f, Thinking: true, StartInThinking: true}} {
 			for _, only := range []string{"", "get_time", "tree"} {
 				g, err := Grammar(o, tools, only)
@@ -148,3 +148,36 @@ func TestGrammarOutputParses(t *testing.T) {
 }
 
 func unquote(s string) string { return strings.ReplaceAll(s, `\n`, "\n") }
+
+// gpt-oss's forced call: one function is a message to it (the name in
+// the header, the arguments as the body); several, a bare call object in
+// a commentary message. Either way the parser reads the call, and the
+// grammar holds no thinking (<|end|> is a control token).
+func TestGrammarHarmony(t *testing.T) {
+	tools := []Tool{{Name: "get_time"}, {Name: "get_weather", Parameters: []byte(`{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}`)}}
+	o := Options{Format: Harmony, Thinking: true, Tools: []string{"get_time", "get_weather"}}
+	g, err := Grammar(o, tools, "get_weather")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := `root ::= "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" `
+	if !strings.HasPrefix(g, head) || strings.Contains(g, "get_time") || strings.Contains(g, "think") {
+		t.Fatalf("named:\n%s", g)
+	}
+	gbnfRules(t, g)
+	d, w := Parse(o, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"+`{"city": "Oslo"}`)
+	if len(d.ToolCalls) != 1 || string(d.ToolCalls[0].Arguments) != `{"city":"Oslo"}` || len(w) > 0 {
+		t.Errorf("named call parsed as %+v %v", d, w)
+	}
+	g, err = Grammar(o, tools, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(g, `root ::= "<|channel|>commentary<|message|>" `) {
+		t.Fatalf("required:\n%s", g)
+	}
+	d, w = Parse(o, `<|channel|>commentary<|message|>{"name": "get_time", "arguments": {}}`)
+	if len(d.ToolCalls) != 1 || d.ToolCalls[0].Name != "get_time" || d.Content != "" || len(w) > 0 {
+		t.Errorf("required call parsed as %+v %v", d, w)
+	}
+}

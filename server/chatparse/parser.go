@@ -60,6 +60,7 @@ type Parser struct {
 	thinkStart bool
 	calls      int
 	warnings   []string
+	harmony    harmonyState // Format Harmony: its own state machine
 }
 
 // NewParser starts parsing an output.
@@ -153,6 +154,9 @@ func earliest(s string, tags []string) (int, string) {
 
 // step decides as much of the buffer as it can (all of it at the end).
 func (p *Parser) step(end bool) Delta {
+	if p.o.Format == Harmony {
+		return p.harmonyStep(end)
+	}
 	var d Delta
 	for {
 		switch p.mode {

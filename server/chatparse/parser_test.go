@@ -146,6 +146,38 @@ var parseCases = []parseCase{
 		text: "<think>x</think>y", content: "<think>x</think>y"},
 	{name: "near-markers are text", o: Options{Format: Hermes, Tools: weather, Thinking: true},
 		text: "a <tool b <thin c < d <tool_cal", content: "a <tool b <thin c < d <tool_cal"},
+	// gpt-oss (harmony): control tokens (<|end|>, <|call|>, <|return|>)
+	// are not in the text, user-defined ones are.
+	{name: "harmony: analysis then final", o: Options{Format: Harmony, Thinking: true},
+		text:     "<|channel|>analysis<|message|>User says hi. Reply.<|start|>assistant<|channel|>final<|message|>Hello! How can I help?",
+		thinking: "User says hi. Reply.", content: "Hello! How can I help?"},
+	{name: "harmony: a call, recipient after the channel", o: Options{Format: Harmony, Tools: weather, Thinking: true},
+		text:     "<|channel|>analysis<|message|>Need weather.<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\", \"note\": \"a \\\"b\\\"\\nc\"}",
+		thinking: "Need weather.", calls: []call{{"get_weather", `{"city":"Paris","note":"a \"b\"\nc"}`}}},
+	{name: "harmony: a call, recipient after the role; end tokens written out", o: Options{Format: Harmony, Tools: weather},
+		text:     "<|channel|>analysis<|message|>x<|end|><|start|>assistant to=functions.get_time<|channel|>commentary json<|message|>{}<|call|>",
+		thinking: "x", calls: []call{{"get_time", `{}`}}},
+	{name: "harmony: two calls", o: Options{Format: Harmony, Tools: weather},
+		text:  "<|channel|>commentary to=functions.get_weather<|message|>{\"city\":\"A\"}<|start|>assistant<|channel|>commentary to=functions.get_time<|message|>{}",
+		calls: []call{{"get_weather", `{"city":"A"}`}, {"get_time", `{}`}}},
+	{name: "harmony: a preamble is content", o: Options{Format: Harmony, Tools: weather},
+		text:    "<|channel|>commentary<|message|>Let me check.<|start|>assistant<|channel|>commentary to=functions.get_time<|message|>{}",
+		content: "Let me check.", calls: []call{{"get_time", `{}`}}},
+	{name: "harmony: a bare call object in commentary (a forced call)", o: Options{Format: Harmony, Tools: weather},
+		text:  `<|channel|>commentary<|message|>{"name": "get_weather", "arguments": {"city": "B"}}`,
+		calls: []call{{"get_weather", `{"city":"B"}`}}},
+	{name: "harmony: an undeclared recipient is content", o: Options{Format: Harmony, Tools: weather},
+		text:    "<|channel|>commentary to=functions.rm_rf<|message|>{}",
+		content: "{}", warn: true},
+	{name: "harmony: bad arguments are content", o: Options{Format: Harmony, Tools: weather},
+		text:    "<|channel|>commentary to=functions.get_time<|message|>{oops",
+		content: "{oops", warn: true},
+	{name: "harmony: no header at all", o: Options{Format: Harmony, Tools: weather},
+		text:    "Just text.",
+		content: "Just text."},
+	{name: "harmony: thinking dropped", o: Options{Format: Harmony, DropThinking: true},
+		text:    "<|channel|>analysis<|message|>secret<|start|>assistant<|channel|>final<|message|>ok",
+		content: "ok"},
 }
 
 func check(t *testing.T, c parseCase, d Delta, warnings []string, how string) {
@@ -255,10 +287,11 @@ func TestDetectFormatRealTemplates(t *testing.T) {
 
 func TestDetectFormat(t *testing.T) {
 	for tmpl, want := range map[string]Format{
-		"{{ '<tool_call>' }}":                         Hermes,
-		"[TOOL_CALLS] {{ tools }}":                    Mistral,
-		"<|python_tag|>":                              Llama3,
-		"<|start_header_id|>ipython<|end_header_id|>": Llama3,
+		"{{ '<tool_call>' }}":                           Hermes,
+		"[TOOL_CALLS] {{ tools }}":                      Mistral,
+		"<|start|>assistant<|channel|>final<|message|>": Harmony,
+		"<|python_tag|>":                                Llama3,
+		"<|start_header_id|>ipython<|end_header_id|>":   Llama3,
 		">>>all":                  Functionary,
 		"<function=":              FunctionTag,
 		"<tool_call>\n<function=": Hermes,
@@ -288,7 +321,7 @@ func FuzzParser(f *testing.F) {
 		f.Add(c.text, uint8(c.o.Format), uint16(len(c.text)/2), c.o.Thinking)
 	}
 	f.Fuzz(func(t *testing.T, text string, format uint8, cut uint16, thinking bool) {
-		o := Options{Format: Format(format % 10), Tools: weather, Thinking: thinking}
+		o := Options{Format: Format(format % 11), Tools: weather, Thinking: thinking}
 		whole, warnings := Parse(o, text)
 		i := int(cut) % (len(text) + 1)
 		parts, _ := streamed(o, []string{text[:i], text[i:]})

@@ -131,6 +131,11 @@ func foldSystem(msgs []Message) []Message {
 // thinking when the template knows thinking tags.
 func outputOptions(req *Request, tmpl, prompt string) chatparse.Options {
 	var o chatparse.Options
+	// Harmony's channels hold the thinking and the answer, so its
+	// parser runs with tools or without.
+	if f := chatparse.DetectFormat(tmpl); f == chatparse.Harmony {
+		o.Format = f
+	}
 	if len(req.Tools) > 0 && req.ToolChoice != "none" {
 		o.Format = chatparse.DetectFormat(tmpl)
 		o.Tools = toolNames(req.Tools)
@@ -153,7 +158,7 @@ func outputOptions(req *Request, tmpl, prompt string) chatparse.Options {
 // thinkingTemplate tells whether a template is a thinking model's: it
 // mentions a thinking tag or switch.
 func thinkingTemplate(src string) bool {
-	for _, s := range []string{"<think>", "enable_thinking", "reasoning_content", "[THINK]", "<|START_THINKING|>"} {
+	for _, s := range []string{"<think>", "enable_thinking", "reasoning_content", "[THINK]", "<|START_THINKING|>", "<|channel|>analysis"} {
 		if strings.Contains(src, s) {
 			return true
 		}
