@@ -208,124 +208,148 @@ func TestRandomQwen35(t *testing.T) {
 		{"qwen35moe", Qwen35MoETiny, WriteRandomQwen35MoE},
 	} {
 		for _, typ := range []gguf.TensorType{gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0} {
-			t.Run(tc.name+"/"+typ.String(), func(t *testing.T) {
-				s := tc.s
-				p := filepath.Join(dir, tc.name+"-"+typ.String()+".gguf")
-				f := writeAndValidate(t, p, func(p string) error { return tc.write(p, s, typ, 5) })
-				ft, _ := gguf.FileTypeOf(typ)
-				if got, _ := f.FileType(); f.Architecture() != tc.name || got != ft {
-					t.Errorf("arch %q, file type %v", f.Architecture(), got)
-				}
-				a := tc.name + "."
-				recurrent := []bool{true, true, true, false, true, true, true, false}
-				keys := map[string]any{
-					a + "block_count":                      uint32(8),
-					a + "context_length":                   uint32(4096),
-					a + "embedding_length":                 uint32(128),
-					a + "attention.head_count":             uint32(4),
-					a + "attention.head_count_kv":          uint32(2),
-					a + "attention.key_length":             uint32(64),
-					a + "attention.value_length":           uint32(64),
-					a + "attention.layer_norm_rms_epsilon": float32(1e-6),
-					a + "attention.recurrent_layers":       recurrent,
-					a + "full_attention_interval":          uint32(4),
-					a + "rope.dimension_count":             uint32(16),
-					a + "rope.dimension_sections":          []int32{3, 3, 2, 0},
-					a + "rope.freq_base":                   float32(1e7),
-					a + "ssm.conv_kernel":                  uint32(4),
-					a + "ssm.state_size":                   uint32(32),
-					a + "ssm.group_count":                  uint32(2),
-					a + "ssm.time_step_rank":               uint32(4),
-					a + "ssm.inner_size":                   uint32(128),
-				}
-				if s.Experts > 0 {
-					keys[a+"expert_count"] = uint32(8)
-					keys[a+"expert_used_count"] = uint32(2)
-					keys[a+"expert_feed_forward_length"] = uint32(32)
-					keys[a+"expert_shared_feed_forward_length"] = uint32(64)
-					if _, ok := f.Get(a + "feed_forward_length"); ok {
-						t.Error("the MoE model has a dense feed_forward_length")
-					}
-				} else {
-					keys[a+"feed_forward_length"] = uint32(256)
-					if _, ok := f.Get(a + "expert_count"); ok {
-						t.Error("the dense model has experts")
-					}
-				}
-				checkKeys(t, f, keys)
+			for _, mtp := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/mtp=%v", tc.name, typ, mtp), func(t *testing.T) {
+					testRandomQwen35(t, dir, tc.name, tc.s, tc.write, typ, mtp)
+				})
+			}
+		}
+	}
+}
 
-				// The tensors of llama.cpp's qwen35 / qwen35moe
-				// load_arch_tensors: delta-net sizes from the ssm keys
-				// (key dim 2·32, value dim 4·32, conv channels 2·64+128),
-				// full attention with queries and gates (2·4·64).
-				e, v := 128, 1024
-				want := map[string]wantTensor{
-					"token_embd.weight":  {dims(e, v), typ},
-					"output.weight":      {dims(e, v), typ},
-					"output_norm.weight": {dims(e), gguf.F32},
-				}
-				for il, rec := range recurrent {
-					b := fmt.Sprintf("blk.%d.", il)
-					want[b+"attn_norm.weight"] = wantTensor{dims(e), gguf.F32}
-					want[b+"post_attention_norm.weight"] = wantTensor{dims(e), gguf.F32}
-					if rec {
-						want[b+"attn_qkv.weight"] = wantTensor{dims(e, 256), typ}
-						want[b+"attn_gate.weight"] = wantTensor{dims(e, 128), typ}
-						want[b+"ssm_conv1d.weight"] = wantTensor{dims(4, 256), gguf.F32}
-						want[b+"ssm_dt.bias"] = wantTensor{dims(4), gguf.F32}
-						want[b+"ssm_a"] = wantTensor{dims(4), gguf.F32}
-						want[b+"ssm_beta.weight"] = wantTensor{dims(e, 4), typ}
-						want[b+"ssm_alpha.weight"] = wantTensor{dims(e, 4), typ}
-						want[b+"ssm_norm.weight"] = wantTensor{dims(32), gguf.F32}
-						want[b+"ssm_out.weight"] = wantTensor{dims(128, e), typ}
-					} else {
-						want[b+"attn_q.weight"] = wantTensor{dims(e, 512), typ}
-						want[b+"attn_k.weight"] = wantTensor{dims(e, 128), typ}
-						want[b+"attn_v.weight"] = wantTensor{dims(e, 128), typ}
-						want[b+"attn_q_norm.weight"] = wantTensor{dims(64), gguf.F32}
-						want[b+"attn_k_norm.weight"] = wantTensor{dims(64), gguf.F32}
-						want[b+"attn_output.weight"] = wantTensor{dims(256, e), typ}
-					}
-					if s.Experts > 0 {
-						want[b+"ffn_gate_inp.weight"] = wantTensor{dims(e, 8), gguf.F32}
-						want[b+"ffn_gate_exps.weight"] = wantTensor{dims(e, 32, 8), typ}
-						want[b+"ffn_up_exps.weight"] = wantTensor{dims(e, 32, 8), typ}
-						want[b+"ffn_down_exps.weight"] = wantTensor{dims(32, e, 8), typ}
-						want[b+"ffn_gate_inp_shexp.weight"] = wantTensor{dims(e, 1), gguf.F32}
-						want[b+"ffn_gate_shexp.weight"] = wantTensor{dims(e, 64), typ}
-						want[b+"ffn_up_shexp.weight"] = wantTensor{dims(e, 64), typ}
-						want[b+"ffn_down_shexp.weight"] = wantTensor{dims(64, e), typ}
-					} else {
-						want[b+"ffn_gate.weight"] = wantTensor{dims(e, 256), typ}
-						want[b+"ffn_up.weight"] = wantTensor{dims(e, 256), typ}
-						want[b+"ffn_down.weight"] = wantTensor{dims(256, e), typ}
-					}
-				}
-				checkTensors(t, f, want)
-				if f.ParameterCount() != s.Params() {
-					t.Errorf("%d parameters, Params() says %d", f.ParameterCount(), s.Params())
-				}
+func testRandomQwen35(t *testing.T, dir, name string, s Qwen35Shape, write func(string, Qwen35Shape, gguf.TensorType, int64) error, typ gguf.TensorType, mtp bool) {
+	s.MTP = mtp
+	p := filepath.Join(dir, fmt.Sprintf("%s-%s-%v.gguf", name, typ, mtp))
+	f := writeAndValidate(t, p, func(p string) error { return write(p, s, typ, 5) })
+	ft, _ := gguf.FileTypeOf(typ)
+	if got, _ := f.FileType(); f.Architecture() != name || got != ft {
+		t.Errorf("arch %q, file type %v", f.Architecture(), got)
+	}
+	a := name + "."
+	// Full attention every 4th layer; the MTP block (block 8) is a
+	// full-attention block too.
+	recurrent := []bool{true, true, true, false, true, true, true, false}
+	blocks := 8
+	if mtp {
+		recurrent = append(recurrent, false)
+		blocks = 9
+		if n, _ := f.Uint(a + "nextn_predict_layers"); n != 1 {
+			t.Errorf("nextn_predict_layers %d, want 1", n)
+		}
+	} else if _, ok := f.Get(a + "nextn_predict_layers"); ok {
+		t.Error("nextn_predict_layers without an MTP block")
+	}
+	keys := map[string]any{
+		a + "block_count":                      uint32(blocks),
+		a + "context_length":                   uint32(4096),
+		a + "embedding_length":                 uint32(128),
+		a + "attention.head_count":             uint32(4),
+		a + "attention.head_count_kv":          uint32(2),
+		a + "attention.key_length":             uint32(64),
+		a + "attention.value_length":           uint32(64),
+		a + "attention.layer_norm_rms_epsilon": float32(1e-6),
+		a + "attention.recurrent_layers":       recurrent,
+		a + "full_attention_interval":          uint32(4),
+		a + "rope.dimension_count":             uint32(16),
+		a + "rope.dimension_sections":          []int32{3, 3, 2, 0},
+		a + "rope.freq_base":                   float32(1e7),
+		a + "ssm.conv_kernel":                  uint32(4),
+		a + "ssm.state_size":                   uint32(32),
+		a + "ssm.group_count":                  uint32(2),
+		a + "ssm.time_step_rank":               uint32(4),
+		a + "ssm.inner_size":                   uint32(128),
+	}
+	if s.Experts > 0 {
+		keys[a+"expert_count"] = uint32(8)
+		keys[a+"expert_used_count"] = uint32(2)
+		keys[a+"expert_feed_forward_length"] = uint32(32)
+		keys[a+"expert_shared_feed_forward_length"] = uint32(64)
+		if _, ok := f.Get(a + "feed_forward_length"); ok {
+			t.Error("the MoE model has a dense feed_forward_length")
+		}
+	} else {
+		keys[a+"feed_forward_length"] = uint32(256)
+		if _, ok := f.Get(a + "expert_count"); ok {
+			t.Error("the dense model has experts")
+		}
+	}
+	checkKeys(t, f, keys)
 
-				// The decay parameters are in the checkpoints' ranges: A in
-				// [1, 16] stored as -A, softplus(dt bias) in [0.001, 0.1].
-				data, err := os.ReadFile(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ti, _ := f.Tensor("blk.0.ssm_a")
-				for _, x := range f32s(t, data, ti, f) {
-					if x > -1 || x < -16 {
-						t.Errorf("ssm_a value %g outside [-16, -1]", x)
-					}
-				}
-				ti, _ = f.Tensor("blk.0.ssm_dt.bias")
-				for _, x := range f32s(t, data, ti, f) {
-					dt := math.Log1p(math.Exp(float64(x)))
-					if dt < 0.999e-3 || dt > 0.1001 {
-						t.Errorf("softplus(ssm_dt.bias) = %g outside [0.001, 0.1]", dt)
-					}
-				}
-			})
+	// The tensors of llama.cpp's qwen35 / qwen35moe
+	// load_arch_tensors: delta-net sizes from the ssm keys
+	// (key dim 2·32, value dim 4·32, conv channels 2·64+128),
+	// full attention with queries and gates (2·4·64).
+	e, v := 128, 1024
+	want := map[string]wantTensor{
+		"token_embd.weight":  {dims(e, v), typ},
+		"output.weight":      {dims(e, v), typ},
+		"output_norm.weight": {dims(e), gguf.F32},
+	}
+	for il, rec := range recurrent {
+		b := fmt.Sprintf("blk.%d.", il)
+		want[b+"attn_norm.weight"] = wantTensor{dims(e), gguf.F32}
+		if il == 8 { // the MTP block: load_block_mtp's nextn tensors
+			want[b+"nextn.eh_proj.weight"] = wantTensor{dims(2*e, e), typ}
+			want[b+"nextn.enorm.weight"] = wantTensor{dims(e), gguf.F32}
+			want[b+"nextn.hnorm.weight"] = wantTensor{dims(e), gguf.F32}
+			want[b+"nextn.shared_head_norm.weight"] = wantTensor{dims(e), gguf.F32}
+		}
+		want[b+"post_attention_norm.weight"] = wantTensor{dims(e), gguf.F32}
+		if rec {
+			want[b+"attn_qkv.weight"] = wantTensor{dims(e, 256), typ}
+			want[b+"attn_gate.weight"] = wantTensor{dims(e, 128), typ}
+			want[b+"ssm_conv1d.weight"] = wantTensor{dims(4, 256), gguf.F32}
+			want[b+"ssm_dt.bias"] = wantTensor{dims(4), gguf.F32}
+			want[b+"ssm_a"] = wantTensor{dims(4), gguf.F32}
+			want[b+"ssm_beta.weight"] = wantTensor{dims(e, 4), typ}
+			want[b+"ssm_alpha.weight"] = wantTensor{dims(e, 4), typ}
+			want[b+"ssm_norm.weight"] = wantTensor{dims(32), gguf.F32}
+			want[b+"ssm_out.weight"] = wantTensor{dims(128, e), typ}
+		} else {
+			want[b+"attn_q.weight"] = wantTensor{dims(e, 512), typ}
+			want[b+"attn_k.weight"] = wantTensor{dims(e, 128), typ}
+			want[b+"attn_v.weight"] = wantTensor{dims(e, 128), typ}
+			want[b+"attn_q_norm.weight"] = wantTensor{dims(64), gguf.F32}
+			want[b+"attn_k_norm.weight"] = wantTensor{dims(64), gguf.F32}
+			want[b+"attn_output.weight"] = wantTensor{dims(256, e), typ}
+		}
+		if s.Experts > 0 {
+			want[b+"ffn_gate_inp.weight"] = wantTensor{dims(e, 8), gguf.F32}
+			want[b+"ffn_gate_exps.weight"] = wantTensor{dims(e, 32, 8), typ}
+			want[b+"ffn_up_exps.weight"] = wantTensor{dims(e, 32, 8), typ}
+			want[b+"ffn_down_exps.weight"] = wantTensor{dims(32, e, 8), typ}
+			want[b+"ffn_gate_inp_shexp.weight"] = wantTensor{dims(e, 1), gguf.F32}
+			want[b+"ffn_gate_shexp.weight"] = wantTensor{dims(e, 64), typ}
+			want[b+"ffn_up_shexp.weight"] = wantTensor{dims(e, 64), typ}
+			want[b+"ffn_down_shexp.weight"] = wantTensor{dims(64, e), typ}
+		} else {
+			want[b+"ffn_gate.weight"] = wantTensor{dims(e, 256), typ}
+			want[b+"ffn_up.weight"] = wantTensor{dims(e, 256), typ}
+			want[b+"ffn_down.weight"] = wantTensor{dims(256, e), typ}
+		}
+	}
+	checkTensors(t, f, want)
+	if f.ParameterCount() != s.Params() {
+		t.Errorf("%d parameters, Params() says %d", f.ParameterCount(), s.Params())
+	}
+
+	// The decay parameters are in the checkpoints' ranges: A in
+	// [1, 16] stored as -A, softplus(dt bias) in [0.001, 0.1].
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti, _ := f.Tensor("blk.0.ssm_a")
+	for _, x := range f32s(t, data, ti, f) {
+		if x > -1 || x < -16 {
+			t.Errorf("ssm_a value %g outside [-16, -1]", x)
+		}
+	}
+	ti, _ = f.Tensor("blk.0.ssm_dt.bias")
+	for _, x := range f32s(t, data, ti, f) {
+		dt := math.Log1p(math.Exp(float64(x)))
+		if dt < 0.999e-3 || dt > 0.1001 {
+			t.Errorf("softplus(ssm_dt.bias) = %g outside [0.001, 0.1]", dt)
 		}
 	}
 }

@@ -41,6 +41,13 @@ type Qwen35Shape struct {
 	SharedFF    int
 
 	Context int // trained context length
+
+	// MTP adds Qwen 3.5's multi-token-prediction block after the Layers
+	// blocks (nextn_predict_layers 1; block_count Layers+1), as
+	// convert_hf_to_gguf.py writes it unless --no-mtp: a full-attention
+	// block with the same feed-forward, nextn.eh_proj and its norms.
+	// llama.cpp loads it only for an MTP draft context.
+	MTP bool
 }
 
 // Qwen35Tiny is Qwen 3.5's dense hybrid layout shrunk for tests: 8 layers,
@@ -74,8 +81,9 @@ func (s Qwen35Shape) Arch() string {
 	return "qwen35"
 }
 
-// IsRecurrent reports whether layer il is a gated delta-net layer.
-func (s Qwen35Shape) IsRecurrent(il int) bool { return (il+1)%s.FullEvery != 0 }
+// IsRecurrent reports whether block il is a gated delta-net layer (the
+// MTP block is not).
+func (s Qwen35Shape) IsRecurrent(il int) bool { return il < s.Layers && (il+1)%s.FullEvery != 0 }
 
 // RopeDims is the number of rotated dimensions of a full-attention head.
 func (s Qwen35Shape) RopeDims() int { return s.HeadDim / 4 }
@@ -88,6 +96,15 @@ func (s Qwen35Shape) RopeSections() []int32 {
 	return []int32{a, a, int32(n) - 2*a, 0}
 }
 
+// Blocks is the number of blocks in the file (block_count): Layers and
+// the MTP block.
+func (s Qwen35Shape) Blocks() int {
+	if s.MTP {
+		return s.Layers + 1
+	}
+	return s.Layers
+}
+
 func (s Qwen35Shape) linKeyDim() int   { return s.LinKeyHeads * s.LinHeadDim }
 func (s Qwen35Shape) linValueDim() int { return s.LinValueHeads * s.LinHeadDim }
 
@@ -95,8 +112,11 @@ func (s Qwen35Shape) linValueDim() int { return s.LinValueHeads * s.LinHeadDim }
 func (s Qwen35Shape) Params() uint64 {
 	e, v := uint64(s.Embd), uint64(s.Vocab)
 	n := 2*v*e + e // token_embd, output, output_norm
-	for il := range s.Layers {
+	for il := range s.Blocks() {
 		n += 2 * e // attn_norm, post_attention_norm
+		if il >= s.Layers {
+			n += 2*e*e + 3*e // nextn.eh_proj, enorm, hnorm, shared_head_norm
+		}
 		if s.IsRecurrent(il) {
 			kd, vd, nv := uint64(s.linKeyDim()), uint64(s.linValueDim()), uint64(s.LinValueHeads)
 			conv := 2*kd + vd
@@ -160,8 +180,8 @@ func (s Qwen35Shape) Validate(t gguf.TensorType) error {
 // when s has experts, a qwen35moe model) of shape s with pseudo-random
 // weights of type t (F32, F16, Q8_0 or Q4_0), determined by seed, in the
 // layout llama.cpp v0.5.0 loads: the keys and tensors convert_hf_to_gguf.py
-// writes for Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM without the
-// multi-token-prediction block, with the delta-net projections fused as
+// writes for Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM (with the
+// multi-token-prediction block when s.MTP), with the delta-net projections fused as
 // there (attn_qkv, attn_gate), A stored as -exp(A_log) (ssm_a), and the
 // convolution, router, shared-expert gate, ssm_a, ssm_dt and norms in F32.
 // The decay parameters are drawn the way the checkpoints initialise them
@@ -175,12 +195,15 @@ func RandomQwen35(s Qwen35Shape, t gguf.TensorType, seed int64) ([]gguf.KV, []gg
 		return nil, nil, err
 	}
 	b := newModelBuilder(s.Arch(), fmt.Sprintf("Tadpole random %s %s %s", s.Arch(), s.label(), t), t, seed)
-	recurrent := make([]bool, s.Layers)
-	for il := range recurrent {
+	recurrent := make([]bool, s.Blocks())
+	for il := range s.Layers {
 		recurrent[il] = s.IsRecurrent(il)
 	}
 	b.key("vocab_size", uint32(s.Vocab))
-	b.key("block_count", uint32(s.Layers))
+	b.key("block_count", uint32(s.Blocks()))
+	if s.MTP {
+		b.key("nextn_predict_layers", uint32(1))
+	}
 	b.key("context_length", uint32(s.Context))
 	b.key("embedding_length", uint32(s.Embd))
 	if s.Experts == 0 {
@@ -211,9 +234,15 @@ func RandomQwen35(s Qwen35Shape, t gguf.TensorType, seed int64) ([]gguf.KV, []gg
 
 	e := s.Embd
 	b.matrix("token_embd.weight", 1, e, s.Vocab)
-	for il := range s.Layers {
+	for il := range s.Blocks() {
 		p := fmt.Sprintf("blk.%d.", il)
 		b.ones(p+"attn_norm.weight", e)
+		if il >= s.Layers { // the MTP block's own tensors
+			b.matrix(p+"nextn.eh_proj.weight", fanIn(2*e), 2*e, e)
+			b.ones(p+"nextn.enorm.weight", e)
+			b.ones(p+"nextn.hnorm.weight", e)
+			b.ones(p+"nextn.shared_head_norm.weight", e)
+		}
 		if s.IsRecurrent(il) {
 			kd, vd, nv := s.linKeyDim(), s.linValueDim(), s.LinValueHeads
 			conv := 2*kd + vd

@@ -20,7 +20,8 @@
 // benchmarks), llama1b, smol135m, small and tiny (random weights of -type
 // f32, f16, q8_0 or q4_0), and gemma4, qwen35 and qwen35moe (random weights
 // of -type in the layouts of llama.cpp's architectures of those names:
-// testmodels.Gemma4Tiny, Qwen35Tiny and Qwen35MoETiny).
+// testmodels.Gemma4Tiny, Qwen35Tiny and Qwen35MoETiny; qwen35-mtp and
+// qwen35moe-mtp add Qwen 3.5's multi-token-prediction block).
 package main
 
 import (
@@ -35,7 +36,7 @@ import (
 )
 
 func main() {
-	kind := flag.String("kind", "bigram", "model: bigram, bigram-heavy, reranker, vision, vision-bench, llama1b, smol135m, small, tiny, gemma4, qwen35 or qwen35moe")
+	kind := flag.String("kind", "bigram", "model: bigram, bigram-heavy, reranker, vision, vision-bench, llama1b, smol135m, small, tiny, gemma4, qwen35, qwen35moe, qwen35-mtp or qwen35moe-mtp")
 	typ := flag.String("type", "q4_0", "weight type of the random models: f32, f16, q8_0 or q4_0")
 	seed := flag.Int64("seed", 1, "seed of the random models")
 	out := flag.String("o", "", "output file (required)")
@@ -83,21 +84,24 @@ func run(kind, typ string, seed int64, out string) error {
 			return terr
 		}
 		err = testmodels.WriteRandomLlama(out, shape, t, seed)
-	case "gemma4", "qwen35", "qwen35moe":
+	case "gemma4", "qwen35", "qwen35moe", "qwen35-mtp", "qwen35moe-mtp":
 		t, terr := tensorType(typ)
 		if terr != nil {
 			return terr
 		}
-		switch strings.ToLower(kind) {
-		case "gemma4":
+		k := strings.ToLower(kind)
+		if k == "gemma4" {
 			err = testmodels.WriteRandomGemma4(out, testmodels.Gemma4Tiny, t, seed)
-		case "qwen35":
-			err = testmodels.WriteRandomQwen35(out, testmodels.Qwen35Tiny, t, seed)
-		default:
-			err = testmodels.WriteRandomQwen35MoE(out, testmodels.Qwen35MoETiny, t, seed)
+			break
 		}
+		s := testmodels.Qwen35Tiny
+		if strings.HasPrefix(k, "qwen35moe") {
+			s = testmodels.Qwen35MoETiny
+		}
+		s.MTP = strings.HasSuffix(k, "-mtp")
+		err = testmodels.WriteRandomQwen35(out, s, t, seed)
 	default:
-		return fmt.Errorf("unknown -kind %q (bigram, bigram-heavy, reranker, vision, vision-bench, llama1b, smol135m, small, tiny, gemma4, qwen35, qwen35moe)", kind)
+		return fmt.Errorf("unknown -kind %q (bigram, bigram-heavy, reranker, vision, vision-bench, llama1b, smol135m, small, tiny, gemma4, qwen35, qwen35moe, qwen35-mtp, qwen35moe-mtp)", kind)
 	}
 	if err != nil {
 		return err
