@@ -2,7 +2,9 @@ package server
 
 import (
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strings"
 
@@ -90,11 +92,16 @@ func cors(o *origins) echo.MiddlewareFunc {
 // copied, pulled, deleted) would still happen. Browsers send Origin on
 // every cross-origin request and on every POST; clients outside a browser
 // send none and are not affected.
-func originGuard(o *origins) echo.MiddlewareFunc {
+//
+// A page's own origin is allowed too (the web console at /ui/, reached
+// as http://10.0.0.5:11434/ui/ or by the name given to --host), when
+// the Host it names cannot be an attacker's name re-pointed at this
+// server: an IP address, localhost, or one of names (see sameOrigin).
+func originGuard(o *origins, names []string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			origin := c.Request().Header.Get(echo.HeaderOrigin)
-			if origin == "" || o.allowed(origin) {
+			if origin == "" || o.allowed(origin) || sameOrigin(c.Request(), origin, names) {
 				return next(c)
 			}
 			slog.Warn("refused a request from a browser origin that is not allowed", "origin", origin,
@@ -113,4 +120,26 @@ func quoteShort(s string) string {
 		s = s[:100] + "…"
 	}
 	return `"` + strings.ToValidUTF8(strings.ReplaceAll(s, `"`, `\"`), "?") + `"`
+}
+
+// sameOrigin reports whether origin is the origin of the request itself
+// (its scheme and Host) and that Host is an IP address, localhost or a
+// name of names: a page this server served, not one of a DNS name
+// re-pointed at it (whose Host would be the attacker's name).
+func sameOrigin(r *http.Request, origin string, names []string) bool {
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	if r.Host == "" || !strings.EqualFold(origin, scheme+r.Host) {
+		return false
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return true
+	}
+	return hostAllowed(r.Host, names)
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/responses"
 	"github.com/tadpole-llm/tadpole/server/sched"
 	"github.com/tadpole-llm/tadpole/server/telemetry"
+	"github.com/tadpole-llm/tadpole/server/ui"
 )
 
 // Config configures a server.
@@ -152,7 +153,7 @@ func New(cfg Config) *Server {
 	e.Use(middleware.RequestID())
 	e.Use(middleware.Recover())
 	allowed := newOrigins(cfg.CORSOrigins)
-	e.Use(hostGuard(cfg.Hosts), originGuard(allowed), cors(allowed))
+	e.Use(hostGuard(cfg.Hosts), originGuard(allowed, cfg.Hosts), cors(allowed))
 	e.HTTPErrorHandler = dialect.ErrorHandler(ollama.ErrorHandler)
 	s := &Server{echo: e, sched: sched.New(cfg.Sched), tls: cfg.TLS, hosts: cfg.Hosts, preload: preloadState{names: cfg.Preload}}
 	s.flights = openFlights(cfg.DataDir)
@@ -186,6 +187,7 @@ func New(cfg Config) *Server {
 	h.Register(e)
 	s.infer = h.Infer
 	s.registerHealth(e)
+	ui.Register(e) // the web console at /ui/
 	oa := &openai.Handler{Infer: h.Infer, Store: store}
 	oa.RegisterV1(e.Group("/v1", openai.Errors))
 	(&anthropic.Handler{Infer: h.Infer}).Register(e) // /v1/messages: Anthropic's, with its own error shape

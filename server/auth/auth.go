@@ -123,17 +123,19 @@ func (a *Auth) lookup(secret string) *key {
 }
 
 // public reports whether a request needs no key: the liveness, readiness
-// and version routes. /metrics needs one (it names models and keys' usage)
-// unless it has its own listener.
+// and version routes, and the web console's static files under /ui/
+// (they hold no data: the page asks for a key and sends it on every API
+// call). /metrics needs one (it names models and keys' usage) unless it
+// has its own listener.
 func public(r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
 	}
 	switch r.URL.Path {
-	case "/", "/api/version", "/healthz", "/readyz":
+	case "/", "/api/version", "/healthz", "/readyz", "/ui":
 		return true
 	}
-	return false
+	return strings.HasPrefix(r.URL.Path, "/ui/")
 }
 
 // adminRoutes are the routes (echo's patterns, as c.Path() names them)
