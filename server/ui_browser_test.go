@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/color"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
+	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/auth"
+	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // The web console in a real browser: headless Chromium (Debian's
@@ -553,5 +558,122 @@ func TestUIVision(t *testing.T) {
 	}
 	if !eval[bool](b, `document.querySelector('.msg.user img').naturalWidth === 64`) {
 		t.Error("the sent image is not shown")
+	}
+}
+
+// Pull from a local test registry: the progress bar reaches 100% and the
+// model appears in the list; a missing model shows the registry's error.
+func TestUIPull(t *testing.T) {
+	reg := registrytest.New()
+	defer reg.Close()
+	ts := startStoreServer(t, "", func(c *Config) { c.AllowRegistries = []string{reg.Host()} })
+	path := filepath.Join(t.TempDir(), "bigram.gguf")
+	if err := testmodels.WriteBigram(path); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.PublishModel("library/chatty", "latest", data, "Be nice.")
+	name := reg.Host() + "/library/chatty:latest"
+	missing := reg.Host() + "/library/missing"
+	// The API's own error for the missing model, for comparison.
+	code, _, body := do(t, "POST", ts.URL+"/api/pull", "", fmt.Sprintf(`{"model":%q,"insecure":true,"stream":false}`, missing))
+	var apiErr struct{ Error string }
+	if code < 400 || json.Unmarshal(body, &apiErr) != nil || apiErr.Error == "" {
+		t.Fatalf("API pull of a missing model: %d %s", code, body)
+	}
+
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(ts.URL + "/ui/#/models"))
+	b.waitFor("the models table", `document.querySelector('#models-table tr[data-model="stories:latest"]')`, 30*time.Second)
+	b.set("#pull-name", name)
+	b.click("#pull-insecure")
+	b.click("#pull")
+	b.waitFor("the finished pull", `document.querySelector('.pull[data-state]')`, 60*time.Second)
+	state := eval[string](b, `document.querySelector('.pull').dataset.state + ' ' + document.querySelector('.pull').textContent`)
+	if !strings.HasPrefix(state, "done ") {
+		t.Fatalf("pull: %s", state)
+	}
+	if !eval[bool](b, `(p => p.value === p.max && p.max > 0)(document.querySelector('.pull progress'))`) {
+		t.Error("the progress bar is not full")
+	}
+	b.waitFor("the pulled model in the list", fmt.Sprintf(`document.querySelector('#models-table tr[data-model=%q]')`, name), 30*time.Second)
+	if eval[string](b, `localStorage.getItem('tadpole.pulls')`) != "[]" {
+		t.Error("a finished pull is still remembered")
+	}
+	b.shoot(screenshots(t), "models-pulled")
+
+	b.set("#pull-name", missing)
+	b.click("#pull")
+	b.waitFor("the failed pull", `document.querySelectorAll('.pull[data-state=error]').length === 1`, 60*time.Second)
+	if got := eval[string](b, `document.querySelector('.pull[data-state=error] .error').textContent`); got != "failed: "+apiErr.Error {
+		t.Errorf("the console shows %q; the API's error is %q", got, apiErr.Error)
+	}
+}
+
+// The server goes away mid-answer: the console says the connection was
+// lost, keeps the conversation, and Retry answers once the server is
+// back on the same address.
+func TestUIServerRestart(t *testing.T) {
+	dir := t.TempDir()
+	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	first := New(cfg)
+	go first.Serve(ln)
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			first.Shutdown(ctx)
+		}
+	}
+	t.Cleanup(stop)
+
+	b := newBrowser(t)
+	b.do(chromedp.Navigate("http://" + addr + "/ui/"))
+	b.waitFor("the model picker", `document.querySelector('#model option[value="stories:latest"]')`, 30*time.Second)
+	b.set("#model", "stories:latest")
+	b.set("#num-predict", "-1")
+	b.do(chromedp.SendKeys(chromedp.CSS("#prompt"), "Once upon a time"))
+	b.click("#send")
+	b.waitFor("tokens streaming in", `+(document.querySelector('.msg.assistant[data-state=streaming]') || {dataset: {}}).dataset.chunks > 20`, 60*time.Second)
+	stop()
+	b.waitFor("the lost connection", `document.querySelector('.msg.assistant[data-state=error]')`, 20*time.Second)
+	m := b.lastAssistant()
+	if !strings.Contains(m.Error, "Connection lost") || m.Content == "" {
+		t.Errorf("cut message %+v", m)
+	}
+	if !eval[bool](b, `!document.getElementById('banner').hidden && document.getElementById('banner').textContent.includes('Connection lost')`) {
+		t.Error("no connection-lost banner")
+	}
+	b.shoot(screenshots(t), "chat-connection-lost")
+
+	ln2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listening again on %s: %v", addr, err)
+	}
+	serveListener(t, New(cfg), ln2)
+	b.set("#num-predict", "8")
+	b.click("#banner button") // Retry
+	b.waitFor("the answer after the restart", `document.querySelector('.msg.assistant[data-state=done]')`, 60*time.Second)
+	if n := eval[int](b, `document.querySelectorAll('.msg').length`); n != 2 {
+		t.Errorf("%d messages after the retry", n)
+	}
+	if m := b.lastAssistant(); m.Error != "" || m.Content == "" || m.Stats["eval_count"] != float64(8) {
+		t.Errorf("after the retry: %+v", m)
+	}
+	if got := eval[string](b, `document.querySelector('.msg.user').textContent`); !strings.Contains(got, "Once upon a time") {
+		t.Errorf("the question is gone: %q", got)
 	}
 }

@@ -82,7 +82,6 @@ export async function show(main) {
       e.thinkRow)));
   renderAll();
   await fillModels();
-  performance.mark('tadpole-chat-ready');
   return () => { /* a stream keeps going in the background and is stored when done */ };
 }
 
@@ -96,6 +95,7 @@ async function fillModels() {
     loadedList.length ? h('optgroup', { label: 'Loaded' }, loadedList.map(opt)) : null,
     rest.length ? h('optgroup', { label: 'Available' }, rest.map(opt)) : null);
   if (!available.length) fill(e.model, h('option', { value: '' }, 'no models: pull one in Models'));
+  if (!performance.getEntriesByName('tadpole-chat-ready').length) performance.mark('tadpole-chat-ready'); // the models are listed
   const want = state.current.model || state.settings.model;
   if (available.some(m => m.name === want)) e.model.value = want;
   await pickModel(e.model.value, true);

@@ -33,14 +33,15 @@ export async function show(main, session) {
   const admin = session.scope === 'admin' || session.scope === 'open';
   const table = h('table.models#models-table');
   const pullName = h('input#pull-name', { placeholder: 'model to pull, e.g. llama3.2:1b or hf.co/user/repo:Q4_K_M', size: 48 });
+  const insecure = h('input#pull-insecure', { type: 'checkbox' });
   const pulls = h('div#pulls');
   const mfName = h('input#create-name', { placeholder: 'new model name' });
   const mf = h('textarea#create-modelfile', { rows: 5, placeholder: 'FROM stories\nSYSTEM You are a storyteller.\nPARAMETER temperature 0.7' });
   const createOut = h('div.muted#create-status');
   fill(main, h('div.pad',
     h('h2', 'Models'),
-    admin ? h('form.row', { onsubmit: ev => { ev.preventDefault(); if (pullName.value.trim()) pull(pullName.value.trim(), pulls, table); pullName.value = ''; } },
-      pullName, h('button#pull', { type: 'submit' }, 'Pull')) : h('p.muted', 'Pulling, creating, copying and deleting models needs an admin key.'),
+    admin ? h('form.row', { onsubmit: ev => { ev.preventDefault(); if (pullName.value.trim()) pull({ name: pullName.value.trim(), insecure: insecure.checked }, pulls, table); pullName.value = ''; } },
+      pullName, h('button#pull', { type: 'submit' }, 'Pull'), h('label.row', insecure, ' plain HTTP registry (insecure)')) : h('p.muted', 'Pulling, creating, copying and deleting models needs an admin key.'),
     pulls,
     table,
     admin ? h('details.create', h('summary', 'Create a model from a Modelfile'),
@@ -49,7 +50,7 @@ export async function show(main, session) {
   await refresh(table, admin);
   // Pulls that were running when the page was left go on (the server
   // resumes a pull's partial download).
-  for (const name of JSON.parse(localStorage.getItem(PULLS) || '[]')) if (admin && !document.getElementById('pull-' + cssId(name))) pull(name, pulls, table);
+  if (admin) for (const p of pending()) if (!document.getElementById('pull-' + cssId(p.name))) pull(p, pulls, table);
 }
 
 function cssId(name) { return name.replace(/[^\w-]/g, '_'); }
@@ -92,14 +93,23 @@ async function refresh(table, admin) {
   if (!available.length) table.append(h('tr', h('td', { colspan: 9 }, h('span.muted', 'No models yet: pull one above.'))));
 }
 
-function rememberPull(name, on) {
-  const list = new Set(JSON.parse(localStorage.getItem(PULLS) || '[]'));
-  on ? list.add(name) : list.delete(name);
-  localStorage.setItem(PULLS, JSON.stringify([...list]));
+// pending are the pulls started and not finished: [{name, insecure}].
+function pending() {
+  try {
+    const list = JSON.parse(localStorage.getItem(PULLS) || '[]');
+    return Array.isArray(list) ? list.filter(p => p && typeof p.name === 'string') : [];
+  } catch { return []; }
 }
 
-async function pull(name, box, table) {
-  rememberPull(name, true);
+function rememberPull(p, on) {
+  const list = pending().filter(x => x.name !== p.name);
+  if (on) list.push({ name: p.name, insecure: !!p.insecure });
+  localStorage.setItem(PULLS, JSON.stringify(list));
+}
+
+async function pull(spec, box, table) {
+  const name = spec.name;
+  rememberPull(spec, true);
   const bar = h('progress', { max: 1, value: 0 });
   const text = h('span.muted', 'starting…');
   const row = h('div.pull#pull-' + cssId(name), h('strong', name), ' ', bar, ' ', text);
@@ -107,7 +117,7 @@ async function pull(name, box, table) {
   const started = performance.now();
   let firstBytes = null;
   try {
-    const res = await api.request('POST', '/api/pull', { model: name, stream: true });
+    const res = await api.request('POST', '/api/pull', { model: name, insecure: !!spec.insecure, stream: true });
     await api.lines(res, p => {
       if (p.total) {
         const done = p.completed || 0;
@@ -126,13 +136,13 @@ async function pull(name, box, table) {
     bar.value = 1;
     text.textContent = 'done in ' + duration((performance.now() - started) / 1000);
     row.dataset.state = 'done';
-    rememberPull(name, false);
+    rememberPull(spec, false);
     if (root && root.contains(table)) await refresh(table, true);
   } catch (e) {
     row.dataset.state = 'error';
     text.textContent = '';
     text.append(h('span.error', 'failed: ' + e.message));
-    if (!(e instanceof api.ConnectionLost)) rememberPull(name, false);
+    if (!(e instanceof api.ConnectionLost)) rememberPull(spec, false);
     else showBanner('Connection lost during the pull of ' + name + '; it resumes when you come back to Models.');
   }
 }

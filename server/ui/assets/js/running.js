@@ -75,6 +75,7 @@ function svg(tag, attrs) {
 // chart draws one series as a sparkline with its last value.
 function chart(c) {
   const pts = history.filter(p => p[c.id] !== null && p[c.id] !== undefined);
+  if (pts.length === 1) pts.unshift({ ...pts[0], t: pts[0].t - 2 }); // a flat line from the first point
   const W = 240, H = 60;
   const s = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'spark', role: 'img', 'aria-label': c.title });
   if (pts.length > 1) {
