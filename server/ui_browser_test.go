@@ -272,6 +272,17 @@ func TestUIChat(t *testing.T) {
 	if m := b.lastAssistant(); m.Content != want {
 		t.Errorf("regenerated %q", m.Content)
 	}
+	// Edit puts the question back in the composer, drops it and what
+	// followed, and resends.
+	b.click(".msg.user .edit")
+	if got := eval[string](b, `document.querySelector('#prompt').value + '|' + document.querySelectorAll('.msg').length`); got != "Once upon a time|0" {
+		t.Errorf("after edit: %q", got)
+	}
+	b.click("#send")
+	b.waitFor("the answer to the edited question", `document.querySelector('.msg.assistant[data-state=done]')`, 60*time.Second)
+	if m := b.lastAssistant(); m.Content != want {
+		t.Errorf("resent %q", m.Content)
+	}
 	// The conversation survives a reload (local storage).
 	b.do(chromedp.Reload())
 	b.waitFor("the stored conversation", `document.querySelector('.msg.assistant[data-state=done]')`, 30*time.Second)
@@ -401,9 +412,33 @@ func TestUIEscapesMarkup(t *testing.T) {
 	if !eval[bool](b, `document.querySelector('#models-table tr[data-model="xss:latest"] pre').textContent.includes('<img src=x onerror')`) {
 		t.Error("the Modelfile is not shown as text")
 	}
-	// Back to the chat, then check the whole page.
+	// Back to the chat; import a conversation file with markup in its
+	// title, its answer and a tool call's name.
 	b.do(chromedp.Navigate(ts.URL + "/ui/#/chat"))
 	b.waitFor("the conversation", `document.querySelectorAll('.msg.assistant[data-state=done]').length === 2`, 30*time.Second)
+	imported, _ := json.Marshal(map[string]any{"conversations": []map[string]any{{"id": "imp", "title": xss, "messages": []map[string]any{
+		{"role": "user", "content": "hi"},
+		{"role": "assistant", "content": xss, "tool_calls": []map[string]any{{"function": map[string]any{"name": xss, "arguments": map[string]any{"x": xss}}}},
+			"stats": map[string]any{"tps": xss}},
+		{"role": "system", "content": "dropped: not a chat turn"},
+	}}}})
+	file := filepath.Join(t.TempDir(), "conversations.json")
+	if err := os.WriteFile(file, imported, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.do(chromedp.SetUploadFiles(chromedp.CSS("#import-file"), []string{file}))
+	b.waitFor("the import", `document.getElementById('banner').textContent.includes('Imported 1 conversation')`, 10*time.Second)
+	b.click(".convs li:nth-child(2) a")
+	b.waitFor("the imported conversation", `document.querySelector('.msg.assistant .tool-call')`, 10*time.Second)
+	if got := eval[string](b, `document.querySelector('.msg.assistant .content p').textContent`); got != xss {
+		t.Errorf("imported answer shown as %q", got)
+	}
+	if got := eval[string](b, `document.querySelector('.msg.assistant .tool-call code').textContent`); !strings.HasPrefix(got, xss+" ") {
+		t.Errorf("imported tool call shown as %q", got)
+	}
+	if n := eval[int](b, `document.querySelectorAll('.msg').length`); n != 2 {
+		t.Errorf("%d imported messages shown (the system turn is dropped)", n)
+	}
 	for _, check := range []string{
 		`document.querySelectorAll('img[src="x"], script:not([src]), [onerror], a[href^="javascript"]').length === 0`,
 		`window.__xss === undefined`,
@@ -518,6 +553,39 @@ func TestUIKeys(t *testing.T) {
 	b.waitFor("the running model", `document.querySelector('#ps-table tr[data-model="stories:latest"]')`, 30*time.Second)
 	b.click(`#ps-table tr[data-model="stories:latest"] .unload`)
 	b.waitFor("nothing loaded", `document.querySelector('#ps-empty')`, 30*time.Second)
+}
+
+// A thinking model (the scripted test model, Qwen3's template): the
+// Think switch appears, and the reasoning is shown folded apart from the
+// answer, here a tool call.
+func TestUIThinking(t *testing.T) {
+	dir := t.TempDir()
+	if err := testmodels.WriteScript(filepath.Join(dir, "script.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	ts := startStoreServer(t, dir, nil)
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(ts.URL + "/ui/"))
+	b.waitFor("the model picker", `document.querySelector('#model option[value="script:latest"]')`, 30*time.Second)
+	b.set("#model", "script:latest")
+	b.waitFor("the Think switch", `document.querySelector('#caps').textContent.includes('thinking') && !document.querySelector('#think').closest('label').hidden`, 10*time.Second)
+	b.set("#temperature", "0")
+	b.set("#num-predict", "40")
+	b.do(chromedp.SendKeys(chromedp.CSS("#prompt"), "What is the weather in Paris?"))
+	b.click("#send")
+	b.waitFor("the answer", `document.querySelector('.msg.assistant[data-state=done]')`, 60*time.Second)
+	m := b.lastAssistant()
+	if got := eval[string](b, `document.querySelector('.msg.assistant details.thinking .thinking-text').textContent`); strings.TrimSpace(got) != testmodels.ScriptThinking {
+		t.Errorf("reasoning shown %q (stored %+v)", got, m)
+	}
+	if eval[bool](b, `document.querySelector('.msg.assistant details.thinking').open`) {
+		t.Error("the reasoning is not folded")
+	}
+	if got := eval[string](b, `document.querySelector('.msg.assistant').textContent`); !strings.Contains(got, testmodels.ScriptTool) {
+		t.Errorf("the answer %q does not show the call", got)
+	}
+	b.click(".msg.assistant details.thinking summary")
+	b.shoot(screenshots(t), "chat-thinking")
 }
 
 // A vision model: the attach button appears, a picked image goes with

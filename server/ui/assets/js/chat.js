@@ -65,7 +65,7 @@ export async function show(main) {
   e.file = h('input#attach-file', { type: 'file', accept: 'image/*', multiple: true, hidden: true, onchange: () => { addFiles(e.file.files); e.file.value = ''; } });
   e.attach = h('button#attach.ghost', { type: 'button', hidden: true, title: 'Attach images', onclick: () => e.file.click() }, '🖼 Attach');
   e.thumbs = h('div.thumbs#thumbs');
-  e.importFile = h('input', { type: 'file', accept: 'application/json,.json', hidden: true, onchange: () => importConvs(e.importFile.files[0]) });
+  e.importFile = h('input#import-file', { type: 'file', accept: 'application/json,.json', hidden: true, onchange: () => importConvs(e.importFile.files[0]) });
 
   fill(main, h('div.chat',
     h('aside.sidebar',
@@ -165,7 +165,13 @@ function updateMessage(el, m, i) {
   }
   if (m.images && m.images.length) parts.push(h('div.thumbs', m.images.map(b => h('img', { src: 'data:image/png;base64,' + b, alt: 'attached image' }))));
   parts.push(h('div.content', m.role === 'assistant' ? markdown(m.content || '') : m.content));
-  if (streaming && !m.content && !m.thinking) parts.push(h('div.muted.waiting', 'waiting for the first token…'));
+  if (Array.isArray(m.tool_calls)) {
+    parts.push(h('div.tool-calls', m.tool_calls.map(c => {
+      const f = (c && c.function) || {};
+      return h('div.tool-call', h('span.muted', 'tool call '), h('code', String(f.name || '?') + ' ' + JSON.stringify(f.arguments ?? {})));
+    })));
+  }
+  if (streaming && !m.content && !m.thinking && !m.tool_calls) parts.push(h('div.muted.waiting', 'waiting for the first token…'));
   if (m.error) parts.push(h('div.error', m.error));
   if (m.stopped) parts.push(h('div.muted', 'stopped'));
   if (m.stats) parts.push(h('div.figures', figures(m.stats)));
@@ -271,6 +277,7 @@ async function run() {
       if ((msg.content || msg.thinking) && !first) first = performance.now();
       m.content += msg.content || '';
       m.thinking += msg.thinking || '';
+      if (Array.isArray(msg.tool_calls) && msg.tool_calls.length) m.tool_calls = [...(m.tool_calls || []), ...msg.tool_calls];
       m.chunks++;
       if (line.done) {
         m.stats = {
@@ -361,6 +368,7 @@ async function importConvs(file) {
         messages: c.messages.filter(m => m && (m.role === 'user' || m.role === 'assistant')).map(m => ({
           role: m.role, content: String(m.content || ''), thinking: m.thinking ? String(m.thinking) : undefined,
           images: Array.isArray(m.images) ? m.images.map(String) : undefined, model: m.model ? String(m.model) : undefined,
+          tool_calls: Array.isArray(m.tool_calls) ? m.tool_calls : undefined,
           stats: m.stats && typeof m.stats === 'object' ? m.stats : undefined })) };
       state.convs = state.convs.filter(x => x.id !== conv.id);
       state.convs.push(conv);
