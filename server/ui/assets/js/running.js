@@ -97,7 +97,9 @@ export async function show(main) {
   let stopped = false;
   const tick = async () => {
     try {
-      await Promise.all([renderPS(ps), sample().then(() => fill(figs, charts.map(chart)))]);
+      const ms = await sample();
+      fill(figs, charts.map(chart));
+      await renderPS(ps, ms);
     } catch (e) {
       failed(e);
       return;
@@ -108,7 +110,7 @@ export async function show(main) {
   return () => { stopped = true; clearTimeout(timer); };
 }
 
-async function renderPS(box) {
+async function renderPS(box, ms = []) {
   const data = await api.get('/api/ps');
   const models = data.models || [];
   if (!models.length) return fill(box, h('p.muted#ps-empty', 'No model is loaded. A request loads its model; Chat loads one when you send.'));
@@ -135,9 +137,11 @@ async function renderPS(box) {
           h('td', h('button.ghost.unload', { type: 'button', onclick: async ev => {
             ev.target.disabled = true;
             try { await api.post('/api/generate', { model: m.name, keep_alive: 0 }); } catch (e) { failed(e); }
-            renderPS(box);
+            renderPS(box, ms);
           } }, 'Unload')));
       }))),
     cache ? h('p.cache#prompt-cache', h('strong', 'Prompt cache: '),
-      'RAM ' + bytes(cache.ram_bytes) + ' in ' + cache.ram_entries + ' entries · disk ' + bytes(cache.disk_bytes) + ' in ' + cache.disk_entries + ' entries') : null);
+      'RAM ' + bytes(cache.ram_bytes) + ' in ' + cache.ram_entries + ' entries · disk ' + bytes(cache.disk_bytes) + ' in ' + cache.disk_entries + ' entries',
+      has(ms, 'tadpole_prompt_cache_hits_total') ? ' · ' + sum(ms, 'tadpole_prompt_cache_hits_total') + ' hits, ' + sum(ms, 'tadpole_prompt_cache_misses_total') +
+        ' misses, ' + sum(ms, 'tadpole_prompt_cache_restored_tokens_total') + ' tokens restored' : '') : null);
 }
