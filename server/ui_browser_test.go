@@ -294,6 +294,11 @@ func TestUIChat(t *testing.T) {
 	b.do(chromedp.Navigate(ts.URL + "/ui/#/running"))
 	b.waitFor("the running model", `document.querySelector('#ps-table tr[data-model="stories:latest"]')`, 30*time.Second)
 	b.waitFor("a chart", `document.querySelectorAll('.chart').length === 6`, 10*time.Second)
+	// The chats' time to first token, from /metrics' histogram.
+	if got := eval[string](b, `document.querySelector('.chart[data-chart=ttft] strong').textContent`); !strings.HasSuffix(got, " ms") && !strings.HasSuffix(got, " s") {
+		t.Errorf("time to first token chart shows %q", got)
+	}
+	b.waitFor("a second sample", `document.querySelector('.chart[data-chart=running] polyline')`, 10*time.Second)
 	b.shoot(dir, "running")
 	b.do(chromedp.Navigate(ts.URL + "/ui/#/models"))
 	b.waitFor("the models table", `document.querySelector('#models-table tr[data-model="stories:latest"]')`, 30*time.Second)

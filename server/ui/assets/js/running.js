@@ -77,7 +77,7 @@ function chart(c) {
   const pts = history.filter(p => p[c.id] !== null && p[c.id] !== undefined);
   if (pts.length === 1) pts.unshift({ ...pts[0], t: pts[0].t - 2 }); // a flat line from the first point
   const W = 240, H = 60;
-  const s = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'spark', role: 'img', 'aria-label': c.title });
+  const s = svg('svg', { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'none', class: 'spark', role: 'img', 'aria-label': c.title });
   if (pts.length > 1) {
     const max = Math.max(...pts.map(p => p[c.id]), c.id === 'kv' ? 1 : 1e-9);
     const t0 = pts[0].t, t1 = pts[pts.length - 1].t || t0 + 1;
