@@ -318,6 +318,15 @@ func TestUIStop(t *testing.T) {
 	b.click("#send")
 	b.waitFor("tokens streaming in", `+(document.querySelector('.msg.assistant[data-state=streaming]') || {dataset: {}}).dataset.chunks > 20`, 60*time.Second)
 	busy := psSlots(t, ts)
+	// Running shows the busy slot while the answer streams on; back in
+	// the chat, the answer is still coming and Stop still stops it.
+	eval[bool](b, `(location.hash = '#/running', true)`)
+	b.waitFor("the busy slot", `(document.querySelector('#ps-table tr[data-model="stories:latest"] .slots-text') || {}).textContent === '1 / 4' && document.querySelectorAll('#ps-table .slot.busy').length === 1`, 20*time.Second)
+	b.shoot(screenshots(t), "running-busy")
+	eval[bool](b, `(location.hash = '#/chat', true)`)
+	b.waitFor("the answer still streaming", `document.querySelector('.msg.assistant[data-state=streaming]') && !document.querySelector('#stop').hidden`, 10*time.Second)
+	before := eval[int](b, `+document.querySelector('.msg.assistant').dataset.chunks`)
+	b.waitFor("more tokens", fmt.Sprintf(`+document.querySelector('.msg.assistant').dataset.chunks > %d`, before), 10*time.Second)
 	b.click("#stop")
 	b.waitFor("the stopped message", `document.querySelector('.msg.assistant[data-state=stopped]')`, 10*time.Second)
 	m := b.lastAssistant()

@@ -28,7 +28,9 @@ function settings() {
 }
 function saveSettings() { localStorage.setItem(SETTINGS, JSON.stringify(state.settings)); }
 
-const state = { convs: [], current: null, settings: {}, busy: null, images: [], info: null, els: {} };
+// The module's state outlives the view: an answer still streaming when
+// another view is shown goes on and is stored when it ends.
+const state = { convs: null, current: null, settings: {}, busy: null, images: [], info: null, els: {} };
 
 function newConv() {
   const c = { id: crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random(), title: 'New chat', system: '',
@@ -41,10 +43,10 @@ function newConv() {
 }
 
 export async function show(main) {
-  state.convs = load();
+  if (!state.convs) state.convs = load();
   state.settings = settings();
   state.current = state.convs.find(c => c.id === localStorage.getItem('tadpole.current')) || state.convs[0] || newConv();
-  const e = state.els;
+  const e = state.els = {};
   e.list = h('ul.convs');
   e.messages = h('div.messages#messages', { 'aria-live': 'polite' });
   e.model = h('select#model', { onchange: () => pickModel(e.model.value) });
@@ -60,8 +62,8 @@ export async function show(main) {
   e.prompt = h('textarea#prompt', { rows: 3, placeholder: 'Message (Enter sends, Shift+Enter a new line)', onkeydown: ev => {
     if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); send(); }
   }, onpaste: paste });
-  e.send = h('button#send', { type: 'button', onclick: () => send() }, 'Send');
-  e.stop = h('button#stop.danger', { type: 'button', hidden: true, onclick: stop }, 'Stop');
+  e.send = h('button#send', { type: 'button', hidden: !!state.busy, onclick: () => send() }, 'Send');
+  e.stop = h('button#stop.danger', { type: 'button', hidden: !state.busy, onclick: stop }, 'Stop');
   e.file = h('input#attach-file', { type: 'file', accept: 'image/*', multiple: true, hidden: true, onchange: () => { addFiles(e.file.files); e.file.value = ''; } });
   e.attach = h('button#attach.ghost', { type: 'button', hidden: true, title: 'Attach images', onclick: () => e.file.click() }, '🖼 Attach');
   e.thumbs = h('div.thumbs#thumbs');
@@ -236,7 +238,7 @@ function edit(i) {
 
 // run streams the assistant's answer to the conversation as it stands.
 async function run() {
-  const e = state.els;
+  let e = state.els;
   const c = state.current;
   const model = e.model.value;
   c.model = model;
@@ -261,14 +263,23 @@ async function run() {
   e.send.hidden = true;
   e.stop.hidden = false;
   renderAll();
-  const el = e.messages.lastElementChild;
+  const index = c.messages.length - 1;
   const started = performance.now();
   let first = 0;
   let pending = false;
+  // redraw updates the message where it is shown now (the view may have
+  // been left and shown again, or another conversation picked).
   const redraw = () => {
     if (pending) return;
     pending = true;
-    requestAnimationFrame(() => { pending = false; updateMessage(el, m, c.messages.length - 1); e.messages.scrollTop = e.messages.scrollHeight; });
+    requestAnimationFrame(() => {
+      pending = false;
+      const box = state.els.messages;
+      const el = state.current === c && box && box.querySelector('.msg[data-index="' + index + '"]');
+      if (!el) return;
+      updateMessage(el, m, index);
+      box.scrollTop = box.scrollHeight;
+    });
   };
   try {
     const res = await api.request('POST', '/api/chat', body, { signal: ctl.signal });
@@ -306,6 +317,7 @@ async function run() {
     }
   } finally {
     state.busy = null;
+    e = state.els;
     e.send.hidden = false;
     e.stop.hidden = true;
     save();

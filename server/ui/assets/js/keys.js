@@ -21,6 +21,7 @@ export async function show(main, session) {
     try {
       ms = parseMetrics(await (await api.request('GET', '/metrics')).text());
     } catch (e) {
+      if (e instanceof api.APIError && e.status === 404) return fill(box, h('p.muted', 'No usage here: /metrics is not served on this listener (--metrics-host moves it).'));
       return failed(e, tick);
     }
     const keys = new Map();

@@ -97,8 +97,14 @@ export async function show(main) {
   let stopped = false;
   const tick = async () => {
     try {
-      const ms = await sample();
-      fill(figs, charts.map(chart));
+      let ms = [];
+      try {
+        ms = await sample();
+        fill(figs, charts.map(chart));
+      } catch (e) {
+        if (!(e instanceof api.APIError && e.status === 404)) throw e;
+        fill(figs, h('p.muted', 'No live figures: /metrics is not served on this listener (--metrics-host moves it).'));
+      }
       await renderPS(ps, ms);
     } catch (e) {
       failed(e);
