@@ -700,6 +700,19 @@ func TestUIPull(t *testing.T) {
 	if got := eval[string](b, `document.querySelector('.pull[data-state=error] .error').textContent`); got != "failed: "+apiErr.Error {
 		t.Errorf("the console shows %q; the API's error is %q", got, apiErr.Error)
 	}
+
+	// Create from a Modelfile; a bad one shows the server's error.
+	b.click("details.create summary")
+	b.set("#create-name", "brief")
+	b.set("#create-modelfile", "FROM nope-not-here\n")
+	b.click("details.create button[type=submit]")
+	b.waitFor("the refused create", `document.querySelector('#create-status .error')`, 30*time.Second)
+	b.set("#create-modelfile", "FROM stories\nSYSTEM Be brief.\nPARAMETER temperature 0.5\n")
+	b.click("details.create button[type=submit]")
+	b.waitFor("the created model", `(document.querySelector('#models-table tr[data-model="brief:latest"] .model-system-text') || {}).textContent === 'Be brief.'`, 30*time.Second)
+	if got := eval[string](b, `document.querySelector('#create-status').textContent`); got != "success" {
+		t.Errorf("create status %q", got)
+	}
 }
 
 // The server goes away mid-answer: the console says the connection was
