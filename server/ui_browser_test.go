@@ -34,6 +34,9 @@ import (
 func chromiumPath(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("TADPOLE_CHROMIUM"); p != "" {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Fatalf("TADPOLE_CHROMIUM=%s: %v (the web console's browser tests need headless Chromium)", p, err)
+		}
 		return p
 	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless_shell"} {
