@@ -173,11 +173,6 @@ type Runner struct {
 
 	encodeMu sync.Mutex // one Encode at a time
 	cost     stepCost   // decode steps' time by batch size (speculate.go; the loop's)
-	// faSwitch: the context may switch flash attention per step; attn
-	// prices a batch both ways (attention.go; the loop's)
-	faSwitch     bool
-	attn         attnCost
-	attnSwitches int
 	// specProposed, specAccepted: the decayed draft tokens of every slot
 	// (speculate.go's seedSpec; the loop's)
 	specProposed, specAccepted float64
@@ -248,7 +243,6 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 	r := &Runner{
 		model: m, ctx: ctx, cfg: cfg,
 		batch:    batch,
-		faSwitch: ctx.FlashAttnSwitchable(),
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
