@@ -242,9 +242,9 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 	}
 	r := &Runner{
 		model: m, ctx: ctx, cfg: cfg,
-		batch:    batch,
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
+		batch: batch,
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
 	}
 	for i := 0; i < cfg.Parallel; i++ {
 		r.slots = append(r.slots, &slot{id: i})
