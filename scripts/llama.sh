@@ -80,8 +80,8 @@ vnum() { echo "$1" | awk -F. '{printf "%d\n", $1*1000000+$2*1000+$3}'; }
 check_release() { # dir
 	rel=$(release "$1")
 	if [ -z "$rel" ]; then
-		b=$(git -C "$1" describe --tags 2>/dev/null || echo "unknown")
-		die "$1 is llama.cpp $b, from before the semver releases; the engine supports $SUPPORTED"
+		b=$(git -C "$1" describe --tags 2>/dev/null || echo "of an unknown release")
+		die "$1 is llama.cpp $b (no LLAMA_VERSION_* in its CMakeLists.txt: from before the semver releases); the engine supports $SUPPORTED"
 	fi
 	n=$(vnum "$rel")
 	if [ "$n" -lt "$(vnum $SUPPORTED_MIN)" ] || [ "$n" -ge "$(vnum $SUPPORTED_BELOW)" ]; then
@@ -94,8 +94,9 @@ if [ -n "${LLAMA_CPP_DIR:-}" ]; then
 	src=$(cd "$LLAMA_CPP_DIR" 2>/dev/null && pwd) || die "LLAMA_CPP_DIR=$LLAMA_CPP_DIR: no such directory"
 	[ -f "$src/include/llama.h" ] && [ -f "$src/CMakeLists.txt" ] || die "LLAMA_CPP_DIR=$src is not a llama.cpp source tree (no include/llama.h)"
 	head=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo nogit)
-	# A dirty tree: its diff is part of the key too, so an edit is a new build.
-	dirty=$(git -C "$src" status --porcelain 2>/dev/null | hash "$(cat)")
+	# A tree with local changes: its diff (and its untracked files' names)
+	# is part of the key too, so an edit is a build of its own.
+	dirty=$( (git -C "$src" diff HEAD; git -C "$src" ls-files --others --exclude-standard) 2>/dev/null | sha256sum | cut -c1-12)
 	origin="LLAMA_CPP_DIR=$src"
 	key="dir-$(hash "$src")-$(hash "$head $dirty $RECIPE $isa $CMAKE_OPTS")"
 else
@@ -112,7 +113,7 @@ if [ "$cmd" = dir ]; then
 fi
 [ "$cmd" = build ] || die "usage: llama.sh dir|build ISA_FLAGS"
 
-if [ -f "$build/build.env" ] && [ -f "$build/libllama.a" ] && [ -z "${LLAMA_CPP_DIR:-}" ]; then
+if [ -f "$build/build.env" ] && [ -f "$build/libllama.a" ]; then
 	exit 0
 fi
 
