@@ -1,7 +1,9 @@
-# Tadpole build. The native engine (llama.cpp + ggml from the pinned
-# github.com/ollama/ollama module) is compiled by cgo with the flags below;
-# every target that compiles Go code goes through them, so Go's build cache
-# keeps one copy of the native build.
+# Tadpole build. The native engine is llama.cpp's static libraries (llama,
+# ggml, mtmd), built once by scripts/llama.sh from the llama.cpp release
+# that the npm package node-llama-cpp ships (or from LLAMA_CPP_DIR) into a
+# cache outside the checkout (TADPOLE_CACHE), and linked by cgo with the
+# flags below; every target that compiles Go code depends on `llama` and
+# goes through them.
 
 SHELL     := /bin/bash
 GO        ?= go
@@ -11,34 +13,50 @@ HOST      ?= 127.0.0.1:11434
 DEMO      ?= stories
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-OLLAMA_DIR := $(shell $(GO) mod download github.com/ollama/ollama >/dev/null 2>&1; $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
-ISA_FLAGS  := $(shell sh scripts/cpuflags.sh $(CPU))
+ISA_FLAGS   := $(shell sh scripts/cpuflags.sh $(CPU))
+# The llama.cpp build directory (its name keys the release and the flags;
+# scripts/llama.sh). LLAMA_CPP_DIR=/path uses a llama.cpp checkout instead
+# of the pinned release.
+LLAMA_BUILD := $(shell sh scripts/llama.sh dir "$(ISA_FLAGS)")
+LLAMA_SRC   := $(LLAMA_BUILD)/src
+LLAMA_LIBS  := $(foreach l,mtmd vendor-hash llama ggml ggml-cpu ggml-base,$(LLAMA_BUILD)/lib$(l).a)
 
 export CGO_ENABLED  := 1
-export CGO_CPPFLAGS := -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/llama/llama.cpp/src -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include -DGGML_USE_CPU_REPACK -DNDEBUG
+export CGO_CPPFLAGS := -I$(LLAMA_SRC)/include -I$(LLAMA_SRC)/ggml/include -I$(LLAMA_SRC)/tools/mtmd -DNDEBUG
 export CGO_CFLAGS   := $(ISA_FLAGS)
 export CGO_CXXFLAGS := $(ISA_FLAGS)
+export CGO_LDFLAGS  := -Wl,--start-group $(LLAMA_LIBS) -Wl,--end-group -lstdc++ -lm -ldl -lpthread
 
-LDFLAGS := -X 'github.com/tadpole-llm/tadpole/engine.BuildFlags=$(ISA_FLAGS)' \
-           -X 'github.com/tadpole-llm/tadpole/engine.Version=$(VERSION)'
+# What the binary was built from (scripts/llama.sh writes build.env); read
+# when a recipe runs, after `llama`.
+llama_env = $(shell sed -n 's/^$(1)=//p' $(LLAMA_BUILD)/build.env 2>/dev/null)
+LDFLAGS = -X 'github.com/tadpole-llm/tadpole/engine.BuildFlags=$(ISA_FLAGS)' \
+          -X 'github.com/tadpole-llm/tadpole/engine.Version=$(VERSION)' \
+          -X 'github.com/tadpole-llm/tadpole/engine.LlamaCommit=$(call llama_env,LLAMA_COMMIT)' \
+          -X 'github.com/tadpole-llm/tadpole/engine.LlamaOrigin=$(call llama_env,LLAMA_ORIGIN)'
 
 CUDA_ARCHITECTURES ?= 80;86;89;90
 LIBDIR ?= lib/tadpole
 
 
 .PHONY: test-one test-agents
-.PHONY: all build run test bench bench-images bench-ci fmt vet deps flags clean cuda gpu-check-tools fuzz fuzz-ci soak
+.PHONY: all build run test bench bench-images bench-ci fmt vet deps llama flags clean cuda gpu-check-tools fuzz fuzz-ci soak
 
 all: build
 
-deps:
-	@test -n "$(OLLAMA_DIR)" || $(GO) mod download github.com/ollama/ollama
+# llama.cpp's static libraries: fetched and built once per release and
+# set of flags (minutes, cold), a no-op afterwards (scripts/llama.sh).
+llama:
+	@sh scripts/llama.sh build "$(ISA_FLAGS)"
 
-flags:
+deps: llama
+
+flags: llama
 	@echo "CPU=$(CPU)"
 	@echo "CGO_CPPFLAGS=$(CGO_CPPFLAGS)"
 	@echo "CGO_CFLAGS=$(CGO_CFLAGS)"
 	@echo "CGO_CXXFLAGS=$(CGO_CXXFLAGS)"
+	@echo "CGO_LDFLAGS=$(CGO_LDFLAGS)"
 
 build: deps
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tadpole
@@ -64,7 +82,7 @@ test-one: deps
 test-agents: deps
 	$(GO) test -race -count=1 -timeout 30m -v -run '^TestAgent' ./server
 
-vet:
+vet: llama
 	$(GO) vet ./...
 
 # The Helm chart (deploy/helm/tadpole) rendered by Helm's own engine with
@@ -82,7 +100,7 @@ chart-test:
 # FuzzEngine drives the real engine in a child server process; Go prints
 # its executions ("execs: N").
 FUZZTIME ?= 10s
-fuzz:
+fuzz: llama
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./models/gguf
 	$(GO) test -run '^$$' -fuzz '^FuzzParseModelfile$$' -fuzztime $(FUZZTIME) ./models
 	$(GO) test -run '^$$' -fuzz '^FuzzParser$$' -fuzztime $(FUZZTIME) ./server/chatparse
@@ -93,7 +111,7 @@ fuzz:
 # compiled (go test -fuzz would rebuild the native engine with coverage
 # instrumentation, minutes on 2 cores).
 FUZZ_N ?= 400
-fuzz-ci:
+fuzz-ci: llama
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./models/gguf
 	$(GO) test -run '^$$' -fuzz '^FuzzParseModelfile$$' -fuzztime $(FUZZTIME) ./models
 	$(GO) test -run '^$$' -fuzz '^FuzzParser$$' -fuzztime $(FUZZTIME) ./server/chatparse
@@ -139,8 +157,8 @@ bench-ci: build
 
 # GPU backend (optional): ggml's CUDA backend as loadable libraries in
 # $(LIBDIR), found by bin/tadpole at start-up. Needs nvcc and cmake.
-cuda: deps
-	sh third_party/cuda/build.sh "$(OLLAMA_DIR)" "$(LIBDIR)" "$(CUDA_ARCHITECTURES)"
+cuda: llama
+	sh third_party/cuda/build.sh "$(LLAMA_SRC)" "$(LIBDIR)" "$(CUDA_ARCHITECTURES)"
 
 # Tools scripts/gpu-check.sh carries to a CUDA host that has no Go.
 gpu-check-tools: deps

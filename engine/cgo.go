@@ -26,6 +26,7 @@ import "C"
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -33,11 +34,12 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
-
-	// Compiled and linked for their C/C++ sources only: llama.cpp's core
-	// (with every model architecture) and ggml with its CPU backend.
-	_ "github.com/ollama/ollama/llama/llama.cpp/src"
 )
+
+// llama.cpp and ggml are llama.cpp's static libraries (libllama, libggml,
+// libggml-cpu, libggml-base), built by scripts/llama.sh and linked through
+// the Makefile's CGO_LDFLAGS: no source of llama.cpp is compiled here, and
+// only its public headers (llama.h, ggml*.h) are included.
 
 // BuildFlags are the compiler flags the native CPU backend was built with.
 // The Makefile sets it with -ldflags -X; a plain `go build` leaves "unknown".
@@ -45,6 +47,32 @@ var BuildFlags = "unknown"
 
 // Version is Tadpole's version, set by the Makefile with -ldflags -X.
 var Version = "dev"
+
+// LlamaCommit is the commit of the llama.cpp sources the engine was built
+// from, and LlamaOrigin where they came from ("npm node-llama-cpp@3.22.1"
+// or "LLAMA_CPP_DIR=/path"); the Makefile sets both with -ldflags -X from
+// scripts/llama.sh's build.env.
+var (
+	LlamaCommit = "unknown"
+	LlamaOrigin = "unknown"
+)
+
+// StateVersion names the format of the sequence states SeqState returns:
+// the llama.cpp release and its state version. A state saved under
+// another is not restored (the prompt cache removes such files).
+func StateVersion() string {
+	return fmt.Sprintf("llama.cpp %s seq-state %d", LlamaRelease(), int(C.LLAMA_STATE_SEQ_VERSION))
+}
+
+// LlamaRelease is the release of the linked llama.cpp, as the library
+// reports it ("v0.5.0").
+func LlamaRelease() string {
+	v := C.GoString(C.llama_version())
+	if v == "" {
+		return "unknown"
+	}
+	return "v" + v
+}
 
 var initOnce sync.Once
 

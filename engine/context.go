@@ -90,11 +90,10 @@ type Context struct {
 	// nonCausal is set while SetCausal(false) holds: batches must then fit
 	// one micro-batch.
 	nonCausal bool
-	// kvType is the cache type asked for; faOn whether decodes use flash
-	// attention now, faSwitch whether SetFlashAttn may change it.
-	kvType   string
-	faOn     bool
-	faSwitch bool
+	// kvType is the cache type asked for; faOn whether the context was
+	// made with flash attention on or auto (fattn.go).
+	kvType string
+	faOn   bool
 }
 
 // ErrNoKVSpace is returned by Decode when the KV memory has no room for the
@@ -184,8 +183,7 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 		}
 	}
 	ctx := &Context{c: c, mem: C.llama_get_memory(c), model: m, nVoc: m.VocabSize(), embd: p.Embeddings, kvType: p.KVType}
-	ctx.faOn = C.tp_flash_attn(c) != 0
-	ctx.faSwitch = ctx.switchable()
+	ctx.faOn = p.FlashAttn != FlashAttentionOff
 	if err := ctx.attachThreads(threads, tb, p.Poll); err != nil {
 		ctx.Close()
 		return nil, err

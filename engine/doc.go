@@ -1,5 +1,7 @@
 // Package engine is Tadpole's binding to llama.cpp, linked into the process
-// through cgo from the pinned github.com/ollama/ollama module's sources.
+// through cgo: llama.cpp's static libraries, built by scripts/llama.sh from
+// the release the npm package node-llama-cpp ships (or LLAMA_CPP_DIR), over
+// its public headers only (llama.h, ggml*.h).
 //
 // It is the only package tree that uses cgo. It offers a small, typed Go
 // API over llama.h: backend initialisation and devices, Model (weights,

@@ -15,25 +15,41 @@ import (
 // users know; these checks are the last line, so they hold even when a
 // caller forgets.
 //
-// The asserts and truncations guarded, as in the pinned llama.cpp
-// (b7437, github.com/ollama/ollama v0.24.0):
+// The asserts and truncations guarded, as in the linked llama.cpp
+// (v0.5.0, from node-llama-cpp@3.22.1; re-audited from b7437: the same
+// decode/encode asserts, the new ones below are noted):
 //
 //   - llama-context.cpp decode: GGML_ASSERT(n_tokens_all <= cparams.n_batch)
 //     and GGML_ASSERT(cparams.causal_attn || cparams.n_ubatch >= n_tokens_all);
 //     encode: GGML_ASSERT(cparams.n_ubatch >= n_tokens) — Context.Decode
 //     refuses a batch larger than the context's real n_batch/n_ubatch
 //     (read back from llama.cpp, which pads n_ctx to 256 and clamps
-//     n_batch to n_ctx for causal models).
+//     n_batch to n_ctx for causal models). New in v0.5.0: outputs per
+//     sequence past n_outputs_max_per_seq are an error return, not an
+//     assert (the engine leaves n_outputs_max at n_batch, so a batch's
+//     outputs never exceed it); n_rs_seq / MTP contexts (n_keep_tail's
+//     GGML_ASSERT in llama-batch.cpp) are not used.
 //   - llama_batch_init(int32 n_tokens_alloc): a capacity past MaxInt32 is
 //     truncated while Go keeps the full length — NewBatch refuses it.
 //   - llama_context_params n_ctx/n_batch/n_ubatch/n_seq_max are uint32 and
 //     n_threads int32; ggml's thread pool asserts n_threads <=
-//     GGML_MAX_N_THREADS (512) — ContextParams.check.
-//   - llama_sampler_init_penalties allocates a ring buffer of
-//     penalty_last_n tokens; top_k and penalty_last_n are int32 —
-//     SamplerParams.check.
+//     GGML_MAX_N_THREADS (512) — ContextParams.check. A quantized K/V
+//     cache whose block does not divide the head size is refused by
+//     llama_init_from_model with an error (new in v0.5.0), not an assert.
+//   - llama_sampler_init_penalties (now with n_vocab) allocates a ring
+//     buffer of penalty_last_n tokens; top_k and penalty_last_n are int32;
+//     its header asks for a finite, positive repeat penalty and finite
+//     frequency/presence penalties (no assert: a NaN would poison the
+//     logits) — SamplerParams.check refuses non-finite values.
+//   - llama_sampler_sample: GGML_ASSERT(cur_p.selected in range) and the
+//     softmax's GGML_ASSERT(cur_p->size > 0) — the sampler front end
+//     (sampling.c) never hands llama.cpp's chain an empty candidate list.
 //   - llama_sampler_init_logit_bias reads n_logit_bias entries of token ids
-//     it indexes the logits with — NewSampler checks every id.
+//     it indexes the logits with — NewSampler checks every id (v0.5.0's
+//     backend sampling asserts the same range; it is not used).
+//   - Grammar: llama_grammar_accept_impl aborts on an end-of-generation
+//     token while no stack is empty (unchanged) — engine/grammar only
+//     lets an EOG through where the grammar may end.
 //   - Embedding input (EmbdBatch, DecodeEmbd): the same n_batch/n_ubatch
 //     asserts (n_ubatch while SetCausal(false) holds, for token batches
 //     too); rows of the model's input width, capacity × width within
@@ -46,7 +62,19 @@ import (
 //     pooled n_embd-wide output, and ggml_backend_tensor_get asserts
 //     (offset + size <= nbytes) once that runs past it; newer llama.cpp
 //     aborts at graph build — NewContext refuses a rank context on a
-//     model without cls.output.weight (RerankError).
+//     model without cls.output.weight (RerankError). (v0.5.0 also refuses
+//     a BERT without tokenizer.ggml.token_type_count, by an exception
+//     the loader turns into a load error.)
+//   - Sequence states (prompt cache): llama_state_seq_set_data reads a
+//     state of LLAMA_STATE_SEQ_VERSION 3 in v0.5.0 (2 in b7437); a state
+//     written by another engine is never handed to it (StateVersion;
+//     engine/runner's cache files carry it and others are removed).
+//   - mtmd (engine/mtmd): mtmd_tokenize now throws (caught by the shim)
+//     where markers and bitmaps disagree, and asserts that an image
+//     reaches an image preprocessor — the marker count, the media kinds
+//     the projector supports and the bitmaps' sizes are checked before;
+//     mtmd no longer knows the legacy "<__image__>" marker, which Tokenize
+//     rewrites to the media marker itself.
 const (
 	// MaxThreads is ggml's GGML_MAX_N_THREADS.
 	MaxThreads = 512

@@ -31,7 +31,44 @@ var (
 	ErrUnsupported   = gguf.ErrUnsupportedVersion
 	ErrLoadFailed    = errors.New("llama.cpp could not load the model")
 	ErrLoadCancelled = errors.New("model load cancelled")
+	// ErrUnknownArchitecture: the GGUF's general.architecture is not one
+	// the linked llama.cpp knows (ArchitectureError says which).
+	ErrUnknownArchitecture = errors.New("unsupported model architecture")
 )
+
+// ArchitectureError is a model whose architecture the linked llama.cpp
+// does not know; it matches ErrUnknownArchitecture.
+type ArchitectureError struct{ Arch string }
+
+func (e *ArchitectureError) Error() string {
+	return fmt.Sprintf("model architecture %q is not supported by the engine (llama.cpp %s)", e.Arch, LlamaRelease())
+}
+
+func (e *ArchitectureError) Is(target error) bool { return target == ErrUnknownArchitecture }
+
+var knownArch sync.Map // architecture name → true, once a file of it loaded
+
+// CheckArchitecture loads the vocabulary of the GGUF model at path (no
+// weights), which is where llama.cpp refuses an architecture it does not
+// know: it returns an *ArchitectureError for one, nil for a known one (an
+// architecture that loaded once is not checked again), and other load
+// errors as LoadModel does.
+func CheckArchitecture(path string) error {
+	gf, err := checkFile(path)
+	if err != nil {
+		return err
+	}
+	arch := gf.Architecture()
+	if _, ok := knownArch.Load(arch); ok {
+		return nil
+	}
+	m, err := LoadModel(path, ModelParams{VocabOnly: true})
+	if err != nil {
+		return err
+	}
+	m.Close()
+	return nil
+}
 
 // ModelParams are the load-time options of a model. The zero value loads
 // the whole model on the CPU with mmap.
@@ -96,8 +133,16 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 		mp.n_gpu_layers = C.int32_t(p.GPULayers)
 	}
 	mp.main_gpu = C.int32_t(p.MainGPU)
-	mp.use_mmap = C.bool(!p.NoMMap)
-	mp.use_mlock = C.bool(p.MLock)
+	switch {
+	case p.NoMMap && p.MLock:
+		mp.load_mode = C.LLAMA_LOAD_MODE_MLOCK
+	case p.NoMMap:
+		mp.load_mode = C.LLAMA_LOAD_MODE_NONE
+	case p.MLock:
+		mp.load_mode = C.LLAMA_LOAD_MODE_MMAP_MLOCK
+	default:
+		mp.load_mode = C.LLAMA_LOAD_MODE_MMAP
+	}
 	mp.vocab_only = C.bool(p.VocabOnly)
 	if len(p.TensorSplit) > 0 {
 		max := int(C.llama_max_devices())
@@ -127,11 +172,15 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 			return nil, fmt.Errorf("load %s: %w", path, ErrLoadCancelled)
 		}
 		detail := strings.Join(takeLogErrors(), "; ")
+		if strings.Contains(detail, "unknown model architecture") {
+			return nil, fmt.Errorf("load %s: %w", path, &ArchitectureError{Arch: gf.Architecture()})
+		}
 		if detail == "" {
 			detail = "see the server log"
 		}
 		return nil, fmt.Errorf("load %s: %w: %s", path, ErrLoadFailed, detail)
 	}
+	knownArch.Store(gf.Architecture(), true)
 	m := &Model{c: c, vocab: C.llama_model_get_vocab(c), path: path, GGUF: gf}
 	m.nVocab = m.VocabSize()
 	m.Meta = m.readMetadata()

@@ -109,7 +109,7 @@ func (m *Model) NewSampler(p SamplerParams) (*Sampler, error) {
 			add(C.llama_sampler_init_greedy())
 		default:
 			if penalties {
-				add(C.llama_sampler_init_penalties(C.int32_t(p.RepeatLastN), C.float(rp), C.float(p.FrequencyPenalty), C.float(p.PresencePenalty)))
+				add(C.llama_sampler_init_penalties(C.int32_t(m.VocabSize()), C.int32_t(p.RepeatLastN), C.float(rp), C.float(p.FrequencyPenalty), C.float(p.PresencePenalty)))
 			}
 			switch p.Mirostat {
 			case 1:

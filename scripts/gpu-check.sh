@@ -23,8 +23,8 @@ for b in bin/tadpole bin/genmodel bin/tadpole-bench; do
 	[ -x "$b" ] || { echo "$b missing: run 'make build CPU=x86-64-v3 && make gpu-check-tools' on a machine with Go" >&2; exit 1; }
 done
 if ! ls "$LIB"/libggml-cuda*.so >/dev/null 2>&1; then
-	OL=${OLLAMA_DIR:?set OLLAMA_DIR to a copy of the pinned github.com/ollama/ollama module, or put libggml-cuda.so in $LIB}
-	sh third_party/cuda/build.sh "$OL" "$LIB" "$ARCH"
+	SRC=${LLAMA_SRC:?set LLAMA_SRC to a copy of the llama.cpp tree bin/tadpole was built from (TADPOLE_CACHE/llama.cpp/node-llama-cpp-3.22.1/src on the build machine), or put libggml-cuda.so in $LIB}
+	sh third_party/cuda/build.sh "$SRC" "$LIB" "$ARCH"
 fi
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version --format=csv
 

@@ -119,3 +119,72 @@ func TestCreateRefusesBrokenGGUF(t *testing.T) {
 		t.Fatalf("generate with the valid model: %q, %v", text, err)
 	}
 }
+
+// A GGUF of an architecture the engine does not know (stories260K with
+// its architecture renamed) is a 400 naming the architecture and the
+// llama.cpp release: at create (from an uploaded blob, as files and as
+// FROM) and at first use (a NAME.gguf in the models directory); the
+// server keeps serving.
+func TestUnknownArchitecture(t *testing.T) {
+	dir := t.TempDir()
+	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	alien := func(path string) {
+		err := gguf.Rewrite(path, testmodels.Testdata("stories260K.gguf"), func(kvs []gguf.KV) []gguf.KV {
+			for i := range kvs {
+				if kvs[i].Key == "general.architecture" {
+					kvs[i].Value = "tadpolenet"
+				} else if k, ok := strings.CutPrefix(kvs[i].Key, "llama."); ok {
+					kvs[i].Key = "tadpolenet." + k
+				}
+			}
+			return kvs
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	alien(filepath.Join(dir, "alien.gguf"))
+	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 256, KeepAlive: time.Minute, Threads: 1}})
+	ts := serveForTest(t, srv)
+	ctx := context.Background()
+	want := []string{`"tadpolenet"`, engine.LlamaRelease()}
+	check := func(what string, err error) {
+		t.Helper()
+		var se ollama.StatusError
+		if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %v, want a 400", what, err)
+			return
+		}
+		for _, w := range want {
+			if !strings.Contains(se.ErrorMessage, w) {
+				t.Errorf("%s: %q does not name %s", what, se.ErrorMessage, w)
+			}
+		}
+	}
+
+	err := ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "alien", Prompt: "Once", Options: map[string]any{"num_predict": 2}},
+		func(ollama.GenerateResponse) error { return nil })
+	check("generate", err)
+
+	src := filepath.Join(t.TempDir(), "alien.gguf")
+	alien(src)
+	digest, data := fileDigest(t, src)
+	if err := ts.Client.CreateBlob(ctx, digest, strings.NewReader(string(data))); err != nil {
+		t.Fatal(err)
+	}
+	err = ts.Client.Create(ctx, &ollama.CreateRequest{Model: "alien2", Files: map[string]string{"x.gguf": digest}},
+		func(ollama.ProgressResponse) error { return nil })
+	check("create from files", err)
+	err = ts.Client.Create(ctx, &ollama.CreateRequest{Model: "alien3", From: "@" + digest, Stream: ptr(false)},
+		func(ollama.ProgressResponse) error { return nil })
+	check("create from the blob", err)
+
+	var text string
+	err = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Stream: ptr(false),
+		Options: map[string]any{"num_predict": 4, "temperature": 0}}, func(r ollama.GenerateResponse) error { text += r.Response; return nil })
+	if err != nil || text == "" {
+		t.Fatalf("generate with the valid model after: %q, %v", text, err)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tadpole-llm/tadpole/engine"
 )
 
 func TestHelpAndUsage(t *testing.T) {
@@ -77,7 +79,7 @@ func TestVersion(t *testing.T) {
 	ts := startServer(t)
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		r := ts.mustRun(t, args...)
-		if !regexp.MustCompile(`(?m)^client version: \S+\nserver version: \S+ \(http://` + regexp.QuoteMeta(ts.host) + `\)\ncpu backend built with: `).MatchString(r.stdout) {
+		if !regexp.MustCompile(`(?m)^client version: \S+\nserver version: \S+ \(http://` + regexp.QuoteMeta(ts.host) + `\)\nllama\.cpp: ` + regexp.QuoteMeta(engine.LlamaRelease()) + ` \(commit \S+, from .+\)\ncpu backend built with: `).MatchString(r.stdout) {
 			t.Errorf("%v:\n%s", args, r.stdout)
 		}
 	}

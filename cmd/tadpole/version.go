@@ -13,8 +13,9 @@ import (
 
 var versionCmd = &command{
 	name: "version", short: "print the client's and the server's versions",
-	long: "Also prints the flags this binary's CPU backend was built with and\n" +
-		"what llama.cpp detects on this machine.",
+	long: "Also prints the llama.cpp release and commit the engine was built from\n" +
+		"and where its sources came from, the flags its CPU backend was built\n" +
+		"with and what llama.cpp detects on this machine.",
 	setup: func(fs *pflag.FlagSet) func(context.Context, []string) error {
 		return func(ctx context.Context, _ []string) error {
 			fmt.Printf("client version: %s\n", engine.Version)
@@ -29,6 +30,7 @@ var versionCmd = &command{
 			} else {
 				fmt.Printf("server version: %s (%s)\n", v, c.Host())
 			}
+			fmt.Printf("llama.cpp: %s (commit %s, from %s)\n", engine.LlamaRelease(), engine.LlamaCommit, engine.LlamaOrigin)
 			fmt.Printf("cpu backend built with: %s\n", engine.BuildFlags)
 			fmt.Printf("llama.cpp system info: %s\n", engine.SystemInfo())
 			return nil

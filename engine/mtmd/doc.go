@@ -4,17 +4,12 @@
 //
 // # Build
 //
-// The package compiles mtmd's sources from the pinned
-// github.com/ollama/ollama module itself: each src_*.cpp file includes one
-// of tools/mtmd/clip.cpp, mtmd.cpp, mtmd-audio.cpp and models/*.cpp
-// through the llama.cpp include directory CGO_CPPFLAGS already carries
-// ("../tools/mtmd/…" from llama/llama.cpp/include), so the Makefile's
-// flags are unchanged and the code links against the engine's one copy of
-// llama.cpp and ggml. (The module's own tools/mtmd package does not build
-// as a dependency: mtmd-helper.cpp needs vendor/ headers the module zip
-// drops. The helper, which decodes image files, is not needed: images
-// arrive decoded, as RGB.) shim.cpp is an exception barrier: a C++
-// exception crossing into Go would end the process.
+// The package links llama.cpp's libmtmd (built by scripts/llama.sh from
+// the same tree as the engine, through the Makefile's CGO_LDFLAGS) and
+// includes its public header mtmd.h only. (mtmd-helper, which decodes
+// image files, is not used: images arrive decoded, as RGB.) shim.cpp is
+// an exception barrier: a C++ exception crossing into Go would end the
+// process.
 //
 // # Use
 //

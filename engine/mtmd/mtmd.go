@@ -102,10 +102,10 @@ func Load(path string, model *engine.Model, o Options) (*Projector, error) {
 	p := &Projector{c: c, model: model, embd: model.EmbdSize(), threads: threads}
 	p.vision = bool(C.mtmd_support_vision(c))
 	p.audio = bool(C.mtmd_support_audio(c))
-	p.nonCausal = bool(C.mtmd_decode_use_non_causal(c))
+	p.nonCausal = bool(C.mtmd_decode_use_non_causal(c, nil)) // nil: an image chunk
 	p.mrope = bool(C.mtmd_decode_use_mrope(c))
 	if p.audio {
-		p.audioRate = max(int(C.mtmd_get_audio_bitrate(c)), 0)
+		p.audioRate = max(int(C.mtmd_get_audio_sample_rate(c)), 0)
 	}
 	if p.vision {
 		p.typ = projectorType(f, "vision")
@@ -400,9 +400,14 @@ func (p *Projector) mediaChunk(ch *C.mtmd_input_chunk) (*MediaChunk, error) {
 		Audio:   C.mtmd_input_chunk_get_type(ch) == C.MTMD_INPUT_CHUNK_TYPE_AUDIO,
 		p:       p,
 	}
-	if img := C.mtmd_input_chunk_get_tokens_image(ch); img != nil {
-		mc.NX = int(C.mtmd_image_tokens_get_nx(img))
-		mc.NY = int(C.mtmd_image_tokens_get_ny(img))
+	if img := C.mtmd_input_chunk_get_tokens_image(ch); img != nil && mc.NTokens > 0 {
+		// The grid: the last embedding's relative 2-D position under
+		// M-RoPE; one row otherwise.
+		mc.NX, mc.NY = mc.NTokens, 1
+		if p.mrope {
+			last := C.mtmd_image_tokens_get_decoder_pos(img, 0, C.size_t(mc.NTokens-1))
+			mc.NX, mc.NY = int(last.x)+1, int(last.y)+1
+		}
 	}
 	if id := C.mtmd_input_chunk_get_id(ch); id != nil {
 		if b, err := hex.DecodeString(C.GoString(id)); err == nil && len(b) == len(mc.Hash) {
@@ -431,9 +436,8 @@ func (p *Projector) Threads() int { return p.threads }
 // starved image requests for good).
 const EncodeNice = 19
 
-// Encode runs the encoder on a media chunk of this projector, with
-// threads CPU threads (0: Threads(); at most engine.ThreadLimit), and
-// returns its embeddings: NTokens rows of EmbdSize floats, row after row,
+// Encode runs the encoder on a media chunk of this projector and returns
+// its embeddings: NTokens rows of EmbdSize floats, row after row,
 // ready for an engine.EmbdBatch.
 //
 // The encode runs on a thread of its own that Go never sees, at
@@ -442,6 +446,10 @@ const EncodeNice = 19
 // the cycles they leave. Had it run on a Go thread at that priority, the
 // thread would hold one of Go's Ps while it waits for a core, and the
 // garbage collector's stop-the-world would wait for it.
+//
+// threads (0: Threads(); at most engine.ThreadLimit) is checked but the
+// encode runs with Threads(): mtmd's public API fixes an encoder's thread
+// count when the projector loads.
 func (p *Projector) Encode(c *MediaChunk, threads int) ([]float32, error) {
 	if threads == 0 {
 		threads = p.threads
@@ -463,7 +471,7 @@ func (p *Projector) Encode(c *MediaChunk, threads int) ([]float32, error) {
 	out := make([]float32, c.NTokens*p.embd) // bounded by mediaChunk
 	var nice C.int
 	var errbuf [1024]C.char
-	rc := C.tp_mtmd_encode_on_thread(p.c, c.c, C.int(threads), EncodeNice,
+	rc := C.tp_mtmd_encode_on_thread(p.c, c.c, EncodeNice,
 		(*C.float)(unsafe.Pointer(&out[0])), C.size_t(len(out)), &nice, &errbuf[0], C.size_t(len(errbuf)))
 	p.lastNice = int(nice)
 	if rc != 0 {

@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// Reached through the llama.cpp include directory of CGO_CPPFLAGS.
-#include "../tools/mtmd/mtmd.h"
+// tools/mtmd is an include directory of CGO_CPPFLAGS.
+#include "mtmd.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,14 +28,14 @@ mtmd_context *tp_mtmd_init(const char *path, const struct llama_model *model, bo
 mtmd_input_chunks *tp_mtmd_tokenize(mtmd_context *ctx, const char *text, bool add_special, bool parse_special,
                                     const mtmd_bitmap **bitmaps, size_t n_bitmaps, int32_t *rc);
 
-// tp_mtmd_encode_on_thread encodes chunk on a thread it starts and joins
-// (defined beside mtmd.cpp's context, in src_mtmd.cpp), at nice value
-// nice (0: unchanged) with threads CPU threads, and copies the n floats
-// of its embeddings to out. The thread never enters Go: its warnings and
+// tp_mtmd_encode_on_thread encodes chunk on a thread it starts and joins,
+// at nice value nice (0: unchanged) with the context's CPU threads (fixed
+// when it was made: mtmd's public API has no per-encode thread count),
+// and copies the n floats of its embeddings to out. The thread never enters Go: its warnings and
 // errors go to errbuf (errcap bytes, NUL-terminated), the nice value it
 // ran at to *observed_nice. Not concurrently on one context. 0 ok, -1 an
 // exception, -2 no thread, other values mtmd's failure.
-int32_t tp_mtmd_encode_on_thread(mtmd_context *ctx, const mtmd_input_chunk *chunk, int threads, int nice,
+int32_t tp_mtmd_encode_on_thread(mtmd_context *ctx, const mtmd_input_chunk *chunk, int nice,
                                  float *out, size_t n, int *observed_nice, char *errbuf, size_t errcap);
 
 // The logger set by tp_mtmd_log_init: tadpoleMtmdLog, except on an

@@ -270,11 +270,6 @@ func (r *Runner) spanStep() bool {
 			out = i
 		}
 	}
-	if r.faSwitch {
-		r.attn.reset()
-		r.attn.add(s.id, pos, end-pos)
-		r.chooseAttention()
-	}
 	t0 := time.Now()
 	var err error
 	if e.NonCausal {

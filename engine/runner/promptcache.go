@@ -485,10 +485,17 @@ func (c *PromptCache) spill(e *cacheEntry) {
 // Wait waits for the disk writes under way.
 func (c *PromptCache) Wait() { c.writes.Wait() }
 
-// The file of an entry: magic, then little-endian the key's length and
+// The file of an entry: magic, then little-endian the engine's state
+// version's length and bytes (engine.StateVersion), the key's length and
 // bytes, the token count and tokens (int32), the state's length and
-// bytes, and the SHA-256 of all that.
-var entryMagic = []byte("TPKVSEQ1")
+// bytes, and the SHA-256 of all that. A file of another engine (another
+// state version, or the first format's magic, written by the engine
+// before llama.cpp v0.5.0) is removed, never restored.
+var (
+	entryMagic    = []byte("TPKVSEQ2")
+	oldEntryMagic = []byte("TPKVSEQ1")
+	stateVersion  = engine.StateVersion()
+)
 
 const entryExt = ".kv"
 
@@ -500,7 +507,7 @@ func entryName(key string, tokens []engine.Token) string {
 }
 
 func entrySize(e *cacheEntry) int64 {
-	return int64(len(entryMagic)+4+len(e.key)+4+4*len(e.tokens)+8+len(e.data)) + sha256.Size
+	return int64(len(entryMagic)+4+len(stateVersion)+4+len(e.key)+4+4*len(e.tokens)+8+len(e.data)) + sha256.Size
 }
 
 func writeEntry(path string, e *cacheEntry) error {
@@ -512,6 +519,8 @@ func writeEntry(path string, e *cacheEntry) error {
 	h := sha256.New()
 	w := bufio.NewWriterSize(io.MultiWriter(tmp, h), 1<<20)
 	w.Write(entryMagic)
+	binary.Write(w, binary.LittleEndian, uint32(len(stateVersion)))
+	w.WriteString(stateVersion)
 	binary.Write(w, binary.LittleEndian, uint32(len(e.key)))
 	w.WriteString(e.key)
 	binary.Write(w, binary.LittleEndian, uint32(len(e.tokens)))
@@ -542,16 +551,35 @@ const (
 	maxEntryTokens = 1 << 24
 )
 
-var errBadEntry = errors.New("not a prompt cache entry, or damaged")
+var (
+	errBadEntry    = errors.New("not a prompt cache entry, or damaged")
+	errOtherEngine = errors.New("written by another engine version")
+)
 
 // readHeader reads an entry's key and tokens, checking the sizes against
 // the file's.
 func readHeader(r io.Reader, fileSize int64) (key string, tokens []engine.Token, dataLen uint64, err error) {
 	magic := make([]byte, len(entryMagic))
-	if _, err = io.ReadFull(r, magic); err != nil || !bytes.Equal(magic, entryMagic) {
+	if _, err = io.ReadFull(r, magic); err != nil {
+		return "", nil, 0, errBadEntry
+	}
+	if bytes.Equal(magic, oldEntryMagic) {
+		return "", nil, 0, fmt.Errorf("%w (the engine before llama.cpp v0.5.0; this one is %s)", errOtherEngine, stateVersion)
+	}
+	if !bytes.Equal(magic, entryMagic) {
 		return "", nil, 0, errBadEntry
 	}
 	var n uint32
+	if err = binary.Read(r, binary.LittleEndian, &n); err != nil || n > maxKeyLen {
+		return "", nil, 0, errBadEntry
+	}
+	vb := make([]byte, n)
+	if _, err = io.ReadFull(r, vb); err != nil {
+		return "", nil, 0, errBadEntry
+	}
+	if string(vb) != stateVersion {
+		return "", nil, 0, fmt.Errorf("%w (%q; this one is %s)", errOtherEngine, vb, stateVersion)
+	}
 	if err = binary.Read(r, binary.LittleEndian, &n); err != nil || n > maxKeyLen {
 		return "", nil, 0, errBadEntry
 	}
@@ -569,7 +597,7 @@ func readHeader(r io.Reader, fileSize int64) (key string, tokens []engine.Token,
 	if err = binary.Read(r, binary.LittleEndian, &dataLen); err != nil {
 		return "", nil, 0, errBadEntry
 	}
-	head := int64(len(entryMagic)+4+len(kb)+4) + 4*int64(len(tokens)) + 8
+	head := int64(len(entryMagic)+4+len(vb)+4+len(kb)+4) + 4*int64(len(tokens)) + 8
 	if dataLen == 0 || dataLen > uint64(fileSize) || head+int64(dataLen)+sha256.Size != fileSize {
 		return "", nil, 0, errBadEntry
 	}
@@ -654,6 +682,11 @@ func (c *PromptCache) index() {
 		}
 		key, tokens, _, err := readHeader(bufio.NewReader(f), fi.Size())
 		f.Close()
+		if errors.Is(err, errOtherEngine) {
+			slog.Warn("prompt cache: removed an entry of another engine version", "file", path, "error", err)
+			os.Remove(path)
+			continue
+		}
 		if err != nil {
 			slog.Warn("prompt cache: removed a damaged entry", "file", path, "error", err)
 			os.Remove(path)

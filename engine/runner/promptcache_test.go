@@ -422,3 +422,50 @@ func TestPromptCacheReadBeforeQueue(t *testing.T) {
 		t.Errorf("A: %q (%d of %d tokens restored, %+v), cold %q", got.text, got.last.Stats.RestoredTokens, len(a), pc.Stats(), wantA)
 	}
 }
+
+// Entries written by another engine are removed when the cache indexes
+// its directory, never restored: one in the format of the engine before
+// llama.cpp v0.5.0 (magic TPKVSEQ1), and one whose state version names
+// another llama.cpp; a request then prefills cold with the same answer.
+func TestPromptCacheOtherEngine(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	a, b := longPrompt(t, m, "cat"), longPrompt(t, m, "dog")
+	reqA := Request{Prompt: a, NumPredict: 16}
+	dir := t.TempDir()
+	pc := NewPromptCache(0, dir, 1<<30)
+	r := newCachedRunner(t, m, pc)
+	wantA := run(t, r, reqA).text
+	run(t, r, Request{Prompt: b, NumPredict: 4}) // A's state to disk
+	pc.Wait()
+	r.Close()
+	pc.Wait()
+	files, _ := filepath.Glob(filepath.Join(dir, "*"+entryExt))
+	if len(files) != 2 {
+		t.Fatalf("%d entries on disk, want 2", len(files))
+	}
+	// The old format: the first magic, the rest as it was (no version).
+	old, _ := os.ReadFile(files[0])
+	nv := len(entryMagic) + 4 + len(stateVersion)
+	os.WriteFile(files[0], append([]byte("TPKVSEQ1"), old[nv:]...), 0o600)
+	// Another release: the version string's bytes changed, same length.
+	other, _ := os.ReadFile(files[1])
+	i := len(entryMagic) + 4 + strings.Index(stateVersion, "v")
+	other[i+1] = 'X'
+	os.WriteFile(files[1], other, 0o600)
+
+	pc = NewPromptCache(0, dir, 1<<30)
+	if st := pc.Stats(); st.DiskEntries != 0 {
+		t.Errorf("after indexing two entries of other engines: %+v, want none", st)
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s: not removed (%v)", filepath.Base(f), err)
+		}
+	}
+	r = newCachedRunner(t, m, pc)
+	got := run(t, r, reqA)
+	if got.text != wantA || got.last.Stats.RestoredTokens != 0 {
+		t.Errorf("after removing other engines' entries: %q (%d restored), cold %q", got.text, got.last.Stats.RestoredTokens, wantA)
+	}
+	r.Close()
+}

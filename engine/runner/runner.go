@@ -174,11 +174,6 @@ type Runner struct {
 
 	encodeMu sync.Mutex // one Encode at a time
 	cost     stepCost   // decode steps' time by batch size (speculate.go; the loop's)
-	// faSwitch: the context may switch flash attention per step; attn
-	// prices a batch both ways (attention.go; the loop's)
-	faSwitch     bool
-	attn         attnCost
-	attnSwitches int
 	// specProposed, specAccepted: the decayed draft tokens of every slot
 	// (speculate.go's seedSpec; the loop's)
 	specProposed, specAccepted float64
@@ -251,10 +246,9 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 	}
 	r := &Runner{
 		model: m, ctx: ctx, cfg: cfg,
-		batch:    batch,
-		faSwitch: ctx.FlashAttnSwitchable(),
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
+		batch: batch,
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
 	}
 	r.key = r.makeCacheKey()
 	for i := 0; i < cfg.Parallel; i++ {

@@ -136,7 +136,6 @@ func (r *Runner) step() bool {
 	if r.batch.Len() == 0 {
 		return spanned
 	}
-	r.batchAttention()
 	t0 := time.Now()
 	record(PhaseBatch, t0.Sub(tStep))
 	err := r.ctx.Decode(r.batch)

@@ -100,6 +100,10 @@ func Reranker() ([]gguf.KV, []gguf.Tensor) {
 		{Key: "bert.attention.layer_norm_epsilon", Value: float32(1e-12)},
 		{Key: "bert.attention.causal", Value: false},
 		{Key: "bert.pooling_type", Value: uint32(4)}, // LLAMA_POOLING_TYPE_RANK
+		// BERT's token types (llama.cpp v0.5.0 refuses a BERT without the
+		// count; convert_hf_to_gguf writes 2, the segment embeddings are
+		// optional and left out).
+		{Key: "tokenizer.ggml.token_type_count", Value: uint32(2)},
 	}
 	for _, kv := range v.kvs() {
 		switch kv.Key {

@@ -258,6 +258,10 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 		case errors.Is(err, engine.ErrModelNotFound):
 			return nil, Errorf(NotFound, "model %q not found, try pulling it first", model)
 		}
+		var ae *engine.ArchitectureError
+		if errors.As(err, &ae) {
+			return nil, Errorf(BadRequest, "model %q cannot be loaded: %v", model, ae)
+		}
 		return nil, Errorf(LoadFailed, "model %q cannot be loaded: %v", model, err)
 	}
 	if loadDur > 0 {

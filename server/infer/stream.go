@@ -82,10 +82,23 @@ func (s *Stream) TryNext(dst []Event) ([]Event, error) {
 // Ready is signalled when events may be queued (TryNext tells).
 func (s *Stream) Ready() <-chan struct{} { return s.gen.Ready() }
 
+// generated reports whether events carry generation: a token, text, or an
+// end that is not an error. A request cancelled while queued gets one
+// event, its end with the cancellation's error, and stays in its phase (a
+// client gone before its first token is a 499, not an answered 200).
+func generated(evs []runner.Event) bool {
+	for _, ev := range evs {
+		if len(ev.Tokens) > 0 || ev.Text != "" || ev.Done && ev.Err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // convert splits the text of the events read into deltas; at the final
 // event the parser gives up what it held back and its warnings are logged.
 func (s *Stream) convert(dst []Event) []Event {
-	if len(s.raw) > 0 && !s.decoding {
+	if !s.decoding && generated(s.raw) {
 		s.decoding = true
 		flight.Mark(s.ctx, flight.Decode, "")
 	}

@@ -110,6 +110,14 @@ func (h *Handler) checkGGUFs(mf *models.Modelfile) error {
 			}
 			err = h.Store.CheckBlob(d)
 			if p, perr := h.Store.BlobPath(d); err == nil && perr == nil && base {
+				// An architecture the engine does not know: refused now,
+				// not at first use.
+				var ae *engine.ArchitectureError
+				if f, ferr := gguf.Open(p); ferr == nil && f.IsModel() {
+					if aerr := engine.CheckArchitecture(p); errors.As(aerr, &ae) {
+						return errorf(http.StatusBadRequest, "FROM %s: %v", cmd.Value, ae)
+					}
+				}
 				// A projector or adapter cannot be the model.
 				if f, ferr := gguf.Open(p); ferr == nil && !f.IsModel() {
 					typ, _ := f.String("general.type")

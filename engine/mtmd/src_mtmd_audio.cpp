@@ -1,3 +1,0 @@
-// Compiles llama.cpp's tools/mtmd/mtmd-audio.cpp from the pinned module (found
-// through the llama.cpp include directory of CGO_CPPFLAGS).
-#include "../tools/mtmd/mtmd-audio.cpp"
