@@ -56,6 +56,11 @@ type ContextParams struct {
 	// stream of NumCtx/NumSeqMax cells each (every step then attends over
 	// all cells in use, of every sequence).
 	KVUnified bool
+	// SWAFull keeps every cell of sliding-window layers (as many as the
+	// full-attention layers; llama.cpp's swa_full), so that a sequence of
+	// a sliding-window model can be cut back anywhere (speculative
+	// decoding's rollbacks), at the memory of a model without a window.
+	SWAFull bool
 	// Embeddings makes Decode produce pooled embeddings instead of logits.
 	Embeddings bool
 	Pooling    Pooling
@@ -92,8 +97,9 @@ type Context struct {
 	nonCausal bool
 	// kvType is the cache type asked for; faOn whether the context was
 	// made with flash attention on or auto (fattn.go).
-	kvType string
-	faOn   bool
+	kvType  string
+	faOn    bool
+	swaFull bool // ContextParams.SWAFull
 }
 
 // ErrNoKVSpace is returned by Decode when the KV memory has no room for the
@@ -155,6 +161,7 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	cp.type_k = kv
 	cp.type_v = kv
 	cp.kv_unified = C.bool(p.KVUnified)
+	cp.swa_full = C.bool(p.SWAFull)
 	cp.no_perf = C.bool(true)
 	if p.Embeddings {
 		cp.embeddings = C.bool(true)
@@ -182,7 +189,7 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 			return nil, fmt.Errorf("new context: the model's rank pooling: %w", err)
 		}
 	}
-	ctx := &Context{c: c, mem: C.llama_get_memory(c), model: m, nVoc: m.VocabSize(), embd: p.Embeddings, kvType: p.KVType}
+	ctx := &Context{c: c, mem: C.llama_get_memory(c), model: m, nVoc: m.VocabSize(), embd: p.Embeddings, kvType: p.KVType, swaFull: p.SWAFull}
 	ctx.faOn = p.FlashAttn != FlashAttentionOff
 	if err := ctx.attachThreads(threads, tb, p.Poll); err != nil {
 		ctx.Close()

@@ -130,6 +130,7 @@ func (f *apiFlags) apply(cfg *server.Config) error {
 	if cfg.Sched.PromptCache, err = f.decode.open(dir); err != nil {
 		return err
 	}
+	cfg.Sched.SWAFull = *f.decode.swaFull
 	if cfg.Sched.DraftMax, err = f.decode.draft(); err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ type decodeFlags struct {
 	ram, disk *string
 	draftMax  *int
 	drafts    *[]string
+	swaFull   *bool
 }
 
 // Defaults: a quarter of the memory available at start-up, at most 8 GiB
@@ -34,6 +35,8 @@ func addDecodeFlags(fs *pflag.FlagSet) *decodeFlags {
 		disk: fs.String("cache-disk", env("TADPOLE_CACHE_DISK", defaultCacheDisk), "disk, under the data directory (prompt-cache/), for prompt states past --cache-ram and the slots' at shutdown; they survive a restart (0: off) (TADPOLE_CACHE_DISK)"),
 		draftMax: fs.Int("draft-max", envInt("TADPOLE_DRAFT_MAX", runner.DefaultDraftMax),
 			"most tokens a generating request drafts per step (by its draft model, else by prompt lookup) and verifies in the same decode (speculative decoding; the output is unchanged); 0: off (TADPOLE_DRAFT_MAX)"),
+		swaFull: fs.Bool("swa-full", envBool("TADPOLE_SWA_FULL"),
+			"full-size caches for sliding-window layers (Gemma 2/3/4, …), as llama-server's --swa-full: the memory of a model without a window, and speculative decoding on those models, which is off without it (TADPOLE_SWA_FULL)"),
 		drafts: fs.StringArray("draft", splitList(env("TADPOLE_DRAFT", "")),
 			"MODEL=DRAFT: load the model DRAFT (same vocabulary) beside MODEL to draft its tokens instead of prompt lookup (overrides its Modelfile DRAFT); repeatable, or comma-separated (TADPOLE_DRAFT)"),
 	}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -43,9 +44,14 @@ func (r *Runner) newDraftContext() error {
 	if err := CheckDraftVocab(r.model, r.cfg.Draft); err != nil {
 		return fmt.Errorf("draft model: %w", err)
 	}
+	if r.cfg.Draft.Recurrent() {
+		return errors.New("draft model: it has recurrent layers, whose state cannot roll back a rejected draft")
+	}
+	// A sliding-window draft rolls back past cells a moving window would
+	// have dropped: a full-size window cache (as the target's, runner.New).
 	ctx, err := r.cfg.Draft.NewContext(engine.ContextParams{
 		NumCtx: r.cfg.Parallel * r.cfg.NumCtx, NumSeqMax: r.cfg.Parallel, NumBatch: r.cfg.NumBatch,
-		Threads: 1, FlashAttn: r.cfg.FlashAttn, KVType: r.cfg.KVType,
+		Threads: 1, FlashAttn: r.cfg.FlashAttn, KVType: r.cfg.KVType, SWAFull: r.cfg.Draft.SlidingWindow() > 0,
 	})
 	if err != nil {
 		return fmt.Errorf("draft model: %w", err)

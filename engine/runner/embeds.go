@@ -305,7 +305,7 @@ func (r *Runner) spanStep() bool {
 func (r *Runner) spanFailed(s *slot, err error) {
 	slog.Error("embeddings decode failed", "slot", s.id, "error", err)
 	r.ctx.SeqRemove(s.id, -1, -1)
-	s.cache = s.cache[:0]
+	s.cache, s.ckpts = s.cache[:0], s.ckpts[:0]
 	s.spans = nil
 	r.finish(s, "", fmt.Errorf("decode: %w", err))
 }

@@ -77,6 +77,9 @@ type cacheEntry struct {
 	key    string
 	tokens []engine.Token
 	data   []byte
+	// whole: a state that cannot be cut back (checkpoint.go), which
+	// serves only prompts it is all a prefix of.
+	whole bool
 	// buf, when set, holds data outside Go's heap (a saved slot's state):
 	// it is freed once the entry has left the RAM tier (dead) and nothing
 	// reads it (refs: a restore under way, a disk write). Under c.mu.
@@ -170,7 +173,7 @@ type prefetched struct {
 // the entry until a slot takes it, so that it is not lost when the RAM
 // tier is small (or off) and evicts it first. A file that fails its
 // checks is removed and the request prefills.
-func (c *PromptCache) prefetch(key string, prompt []engine.Token, min int) *prefetched {
+func (c *PromptCache) prefetch(key string, prompt []engine.Token, min int, whole bool) *prefetched {
 	if c == nil {
 		return nil
 	}
@@ -178,14 +181,16 @@ func (c *PromptCache) prefetch(key string, prompt []engine.Token, min int) *pref
 	ram := 0
 	for _, e := range c.ram {
 		if e.key == key {
-			ram = max(ram, commonPrefix(e.tokens, prompt))
+			if k := commonPrefix(e.tokens, prompt); !whole || k == len(e.tokens) {
+				ram = max(ram, k)
+			}
 		}
 	}
 	var best *diskEntry
 	n := max(ram+1, min)
 	for _, e := range c.disk {
 		if e.key == key {
-			if k := commonPrefix(e.tokens, prompt); k >= n {
+			if k := commonPrefix(e.tokens, prompt); k >= n && (!whole || k == len(e.tokens)) {
 				n, best = k+1, e
 			}
 		}
@@ -203,30 +208,39 @@ func (c *PromptCache) prefetch(key string, prompt []engine.Token, min int) *pref
 		c.dropDisk(best)
 		return nil
 	}
-	e := &cacheEntry{key: best.key, tokens: best.tokens, data: data}
+	e := &cacheEntry{key: best.key, tokens: best.tokens, data: data, whole: whole}
 	c.put(e, false) // promoted
 	return &prefetched{entry: e, disk: best, took: time.Since(t0)}
 }
 
 // lookup finds the entry of key sharing the longest prefix with prompt
-// (at least min tokens) in the RAM tier or pre (the request's prefetched
-// disk entry): its tokens and a function that loads its state into seq
+// (at least min tokens; with whole, entries all of which are a prefix)
+// in the RAM tier or pre (the request's prefetched disk entry): its tokens and a function that loads its state into seq
 // of ctx, or n 0. The disk tier is not read here: lookup runs on the
 // runner's loop.
-func (c *PromptCache) lookup(key string, prompt []engine.Token, min int, pre *prefetched) (n int, tokens []engine.Token, load func(ctx *engine.Context, seq int) error) {
+func (c *PromptCache) lookup(key string, prompt []engine.Token, min int, pre *prefetched, whole bool) (n int, tokens []engine.Token, load func(ctx *engine.Context, seq int) error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var best *cacheEntry
+	// whole: the state cannot be cut back (checkpoint.go), so only an
+	// entry that is all a prefix of the prompt serves.
+	usable := func(e *cacheEntry) int {
+		k := commonPrefix(e.tokens, prompt)
+		if whole && k < len(e.tokens) {
+			return 0
+		}
+		return k
+	}
 	for _, e := range c.ram {
 		if e.key == key {
-			if k := commonPrefix(e.tokens, prompt); k > n {
+			if k := usable(e); k > n {
 				n, best = k, e
 			}
 		}
 	}
 	fromDisk := false
 	if pre != nil && pre.entry.key == key {
-		if k := commonPrefix(pre.entry.tokens, prompt); k > n || k == n && best == pre.entry {
+		if k := usable(pre.entry); k > n || k == n && k > 0 && best == pre.entry {
 			n, best, fromDisk = k, pre.entry, true
 		}
 	}
@@ -279,7 +293,7 @@ func (c *PromptCache) restored(disk bool, n int, took time.Duration, err error) 
 
 // save stores the state of tokens (the sequence seq of ctx holds exactly
 // them) under key, unless an entry already holds a longer prefix of them.
-func (c *PromptCache) save(key string, ctx *engine.Context, seq int, tokens []engine.Token) {
+func (c *PromptCache) save(key string, ctx *engine.Context, seq int, tokens []engine.Token, whole bool) {
 	c.mu.Lock()
 	for _, e := range c.ram {
 		if e.key == key && len(e.tokens) >= len(tokens) && commonPrefix(e.tokens, tokens) == len(tokens) {
@@ -302,7 +316,7 @@ func (c *PromptCache) save(key string, ctx *engine.Context, seq int, tokens []en
 		return
 	}
 	c.stats.Saves++
-	c.put(&cacheEntry{key: key, tokens: append([]engine.Token(nil), tokens...), data: buf.Bytes(), buf: buf}, true)
+	c.put(&cacheEntry{key: key, tokens: append([]engine.Token(nil), tokens...), data: buf.Bytes(), buf: buf, whole: whole}, true)
 }
 
 // put adds e to the RAM tier, dropping the entries it supersedes, then
@@ -323,7 +337,13 @@ func (c *PromptCache) put(e *cacheEntry, locked bool) {
 	}
 	kept := c.ram[:0]
 	for _, o := range c.ram {
-		if k := commonPrefix(o.tokens, e.tokens); o.key == e.key && k >= MinCachedPrompt && len(o.tokens)-k < MinCachedPrompt {
+		k := commonPrefix(o.tokens, e.tokens)
+		if e.whole && len(o.tokens) != len(e.tokens) {
+			// o serves prompts e cannot (e cannot be cut back to o's
+			// tokens: checkpoint.go): it is not superseded.
+			k = 0
+		}
+		if o.key == e.key && k >= MinCachedPrompt && len(o.tokens)-k < MinCachedPrompt {
 			c.ramUsed -= o.ramBytes()
 			c.retire(o)
 			continue
@@ -725,16 +745,29 @@ func (r *Runner) swapPromptCache(s *slot, q *request) bool {
 		return false
 	}
 	key := r.cacheKey()
-	have := reusable(s.cache, s.spans, q.prompt, q.spans)
+	have := r.keepable(s, reusable(s.cache, s.spans, q.prompt, q.spans))
 	if len(s.spans) == 0 && len(s.cache)-have >= MinCachedPrompt {
-		pc.save(key, r.ctx, s.id, s.cache)
+		if r.ckpt {
+			// An uncuttable state is saved at its latest checkpoint (the
+			// prompt's end), the prefix a returning conversation sends
+			// again: the slot goes back to it first (checkpoint.go).
+			if k := len(s.ckpts); k > 0 && s.ckpts[k-1].n >= MinCachedPrompt {
+				n := r.cutBack(s, s.ckpts[k-1].n)
+				s.cache = s.cache[:n]
+				r.resetDraft(s, n)
+				have = min(have, n)
+			}
+		}
+		if len(s.cache) >= MinCachedPrompt {
+			pc.save(key, r.ctx, s.id, s.cache, r.ckpt)
+		}
 	}
 	pre := q.prefetched
 	q.prefetched = nil // the slot's now: the entry's memory goes with the request
 	if len(q.spans) > 0 {
 		return false
 	}
-	n, tokens, load := pc.lookup(key, q.prompt, have+MinCachedPrompt, pre)
+	n, tokens, load := pc.lookup(key, q.prompt, have+MinCachedPrompt, pre, r.ckpt)
 	if n == 0 {
 		return false
 	}
@@ -742,11 +775,12 @@ func (r *Runner) swapPromptCache(s *slot, q *request) bool {
 		slog.Warn("prompt cache: restore failed; prefilling", "slot", s.id, "error", err)
 		r.ctx.SeqRemove(s.id, -1, -1)
 		r.resetDraft(s, 0)
-		s.cache, s.spans = s.cache[:0], nil
+		s.cache, s.spans, s.ckpts = s.cache[:0], nil, s.ckpts[:0]
 		return false
 	}
 	r.resetDraft(s, 0) // the draft model's sequence mirrors the old tokens
 	s.cache = append(s.cache[:0], tokens...)
+	s.ckpts = s.ckpts[:0] // they were of the tokens the slot had
 	s.spans = nil
 	slog.Debug("prompt cache: restored", "slot", s.id, "tokens", len(tokens), "shared", n)
 	return true
@@ -762,6 +796,11 @@ func (r *Runner) persistSlots() {
 	}
 	key := r.cacheKey()
 	for _, s := range r.slots {
+		if k := len(s.ckpts); r.ckpt && len(s.spans) == 0 && k > 0 && s.ckpts[k-1].n >= MinCachedPrompt {
+			// An uncuttable state goes to disk at its latest checkpoint,
+			// as swapPromptCache saves it.
+			s.cache = s.cache[:r.cutBack(s, s.ckpts[k-1].n)]
+		}
 		if len(s.spans) == 0 && len(s.cache) >= MinCachedPrompt {
 			pc.persist(key, r.ctx, s.id, append([]engine.Token(nil), s.cache...))
 		}

@@ -249,18 +249,18 @@ func TestPromptCacheSupersedes(t *testing.T) {
 	// Turn 1: the history and a 10-token answer.
 	turn1 := append(append([]engine.Token(nil), cat...), dog[:10]...)
 	fill(0, turn1)
-	pc.save(key, ctx, 0, turn1)
+	pc.save(key, ctx, 0, turn1, false)
 	// Turn 2 keeps the history, not the answer, and adds a message.
 	turn2 := append(append([]engine.Token(nil), cat...), dog[20:60]...)
 	fill(0, turn2)
-	pc.save(key, ctx, 0, turn2)
+	pc.save(key, ctx, 0, turn2, false)
 	if st := pc.Stats(); st.RAMEntries != 1 || pc.spare == nil {
 		t.Fatalf("after turn 2: %+v, spare %v: want turn 1 superseded, its buffer spare", st, pc.spare != nil)
 	}
 	spare := pc.spare
 	turn3 := append(append([]engine.Token(nil), turn2...), dog[60:90]...)
 	fill(0, turn3)
-	pc.save(key, ctx, 0, turn3)
+	pc.save(key, ctx, 0, turn3, false)
 	if st := pc.Stats(); st.RAMEntries != 1 || pc.ram[0].buf != spare {
 		t.Fatalf("after turn 3: %+v, want one entry, in turn 1's buffer", st)
 	}
@@ -268,7 +268,7 @@ func TestPromptCacheSupersedes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, _, load := pc.lookup(key, append(append([]engine.Token(nil), turn3...), cat[:5]...), MinCachedPrompt, nil)
+	n, _, load := pc.lookup(key, append(append([]engine.Token(nil), turn3...), cat[:5]...), MinCachedPrompt, nil, false)
 	if n != len(turn3) {
 		t.Fatalf("lookup matched %d of %d tokens", n, len(turn3))
 	}
@@ -299,10 +299,10 @@ func TestPromptCacheSupersedes(t *testing.T) {
 	// Another conversation, and a branch of this one with a long tail of
 	// its own, stay beside it.
 	fill(1, dog)
-	pc.save(key, ctx, 1, dog)
+	pc.save(key, ctx, 1, dog, false)
 	branch := append(append([]engine.Token(nil), turn3[:len(cat)]...), dog[:MinCachedPrompt+10]...)
 	fill(1, branch)
-	pc.save(key, ctx, 1, branch)
+	pc.save(key, ctx, 1, branch, false)
 	if st := pc.Stats(); st.RAMEntries != 3 {
 		t.Fatalf("after another conversation and a branch: %+v, want 3 entries", st)
 	}

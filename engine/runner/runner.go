@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -18,6 +19,11 @@ const DefaultBatch = 512
 
 // Config sizes a runner.
 type Config struct {
+	// SWAFull keeps a full-size cache for a sliding-window model's window
+	// layers (llama.cpp's swa_full, the memory of a model without a
+	// window), which speculative decoding needs to roll back exactly:
+	// without it such a model does not speculate.
+	SWAFull bool
 	// Parallel is the number of slots (sequences decoded together).
 	Parallel int
 	// NumCtx is each slot's context in tokens; the KV cache holds
@@ -163,6 +169,9 @@ type Runner struct {
 	ctx   *engine.Context
 	cfg   Config
 	key   string // its key in the prompt cache (cacheKey)
+	// ckpt: the context's sequences cannot be cut back anywhere (recurrent
+	// layers, a sliding window): slots keep checkpoints (checkpoint.go).
+	ckpt  bool
 	batch *engine.Batch
 	slots []*slot
 
@@ -227,6 +236,20 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("runner: %d slots of %d tokens do not fit one context (at most %d slots, %d tokens in all)",
 			cfg.Parallel, cfg.NumCtx, engine.MaxSeq, engine.MaxContext)
 	}
+	if m.Recurrent() && (cfg.DraftMax >= 0 || cfg.Draft != nil) {
+		// A recurrent state cannot be rolled back past a rejected draft.
+		slog.Info("speculative decoding off: the model has recurrent layers, whose state cannot roll back a rejected draft", "model", cfg.CacheKey)
+		cfg.DraftMax, cfg.Draft = -1, nil
+	}
+	// A sliding-window model speculates only with a full-size window
+	// cache (SWAFull): a rejected draft rolls back past cells a moving
+	// window would have dropped. Without it the window keeps its smaller
+	// cache (llama-server's default too) and nothing is drafted.
+	swaFull := cfg.SWAFull && m.SlidingWindow() > 0
+	if m.SlidingWindow() > 0 && !cfg.SWAFull && (cfg.DraftMax >= 0 || cfg.Draft != nil) {
+		slog.Info("speculative decoding off: the model has sliding-window layers (--swa-full turns it on, with a full-size window cache)", "model", cfg.CacheKey)
+		cfg.DraftMax, cfg.Draft = -1, nil
+	}
 	ctx, err := m.NewContext(engine.ContextParams{
 		NumCtx:    cfg.NumCtx * cfg.Parallel,
 		NumBatch:  cfg.NumBatch,
@@ -235,6 +258,7 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 		FlashAttn: cfg.FlashAttn,
 		KVType:    cfg.KVType,
 		KVUnified: cfg.KVUnified,
+		SWAFull:   swaFull,
 	})
 	if err != nil {
 		return nil, err
@@ -251,6 +275,7 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 		done:  make(chan struct{}),
 	}
 	r.key = r.makeCacheKey()
+	r.ckpt = ctx.Uncuttable()
 	for i := 0; i < cfg.Parallel; i++ {
 		r.slots = append(r.slots, &slot{id: i})
 	}
@@ -308,7 +333,7 @@ func (r *Runner) Generate(ctx context.Context, req Request) (*Stream, error) {
 	}
 	sr := &request{Request: req, sampler: smp, prompt: prompt, spans: spans, ctx: ctx, stream: newStream(req.Notify, req.OnDone), queued: time.Now()}
 	if len(spans) == 0 {
-		sr.prefetched = r.cfg.PromptCache.prefetch(r.key, prompt, MinCachedPrompt)
+		sr.prefetched = r.cfg.PromptCache.prefetch(r.key, prompt, MinCachedPrompt, r.ckpt)
 	}
 	r.mu.Lock()
 	if r.closed {

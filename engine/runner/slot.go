@@ -35,8 +35,9 @@ type slot struct {
 	detok      engine.Detokenizer
 	stop       stopMatcher
 	stats      Stats
-	spec       specState // speculate.go
-	draftN     int       // tokens of cache the draft model's sequence holds (draftmodel.go)
+	spec       specState    // speculate.go
+	draftN     int          // tokens of cache the draft model's sequence holds (draftmodel.go)
+	ckpts      []checkpoint // checkpoint.go: oldest first
 }
 
 // start prepares a slot for a request (its prompt truncated by Generate
@@ -51,9 +52,13 @@ func (r *Runner) start(s *slot, q *request) {
 		// whole span when it ends one).
 		common = outside(common-1, q.spans)
 	}
-	if common < len(s.cache) && !r.ctx.SeqRemove(s.id, common, -1) {
-		r.ctx.SeqRemove(s.id, -1, -1)
-		common = 0
+	if common < len(s.cache) {
+		if r.ckpt {
+			common = r.cutBack(s, common) // checkpoint.go
+		} else if !r.ctx.SeqRemove(s.id, common, -1) {
+			r.ctx.SeqRemove(s.id, -1, -1)
+			common = 0
+		}
 	}
 	s.cache = s.cache[:common]
 	r.resetDraft(s, common)
@@ -122,7 +127,8 @@ func (r *Runner) step() bool {
 		if s.spanAt(len(s.cache)) >= 0 {
 			continue // a span: spanStep decodes it
 		}
-		for end := s.textEnd(len(s.cache)); len(s.cache) < end && r.batch.Len() < r.batch.Cap(); {
+		r.checkpointBefore(s) // checkpoint.go
+		for end := r.chunkEnd(s, s.textEnd(len(s.cache))); len(s.cache) < end && r.batch.Len() < r.batch.Cap(); {
 			last := len(s.cache) == len(s.prompt)-1
 			i := r.batch.Add(s.prompt[len(s.cache)], len(s.cache), s.id, last)
 			if last {
@@ -150,7 +156,7 @@ func (r *Runner) step() bool {
 		for _, s := range append(generating, prefilling...) {
 			r.ctx.SeqRemove(s.id, -1, -1)
 			r.resetDraft(s, 0)
-			s.cache = s.cache[:0]
+			s.cache, s.ckpts = s.cache[:0], s.ckpts[:0]
 			s.spans = nil
 			r.finish(s, "", fmt.Errorf("decode: %w", err))
 		}
@@ -243,6 +249,7 @@ func (r *Runner) shift(s *slot) bool {
 	r.ctx.SeqRemove(s.id, keep, keep+discard)
 	r.ctx.SeqShift(s.id, keep+discard, -1, -discard)
 	s.cache = append(s.cache[:keep], s.cache[keep+discard:]...)
+	s.dropCheckpoints(keep) // the positions after keep moved
 	r.resetDraft(s, keep)
 	slog.Debug("context shift", "slot", s.id, "kept", keep, "discarded", discard)
 	return true

@@ -219,6 +219,7 @@ func (r *Runner) sampleSpec(s *slot) {
 	if keep := base + accepted; keep < len(s.cache) {
 		r.ctx.SeqRemove(s.id, keep, -1)
 		s.cache = s.cache[:keep]
+		s.dropCheckpoints(keep)
 		r.resetDraft(s, keep)
 	}
 	// The tokens after the first rejection tell nothing of α.

@@ -58,6 +58,9 @@ type Config struct {
 	// DraftMax bounds prompt-lookup drafting per step (runner.Config:
 	// 0 the default, negative off).
 	DraftMax int
+	// SWAFull gives sliding-window models a full-size window cache
+	// (runner.Config.SWAFull: what speculative decoding needs on them).
+	SWAFull bool
 }
 
 // MinCtx is the smallest context window a request may ask for.
@@ -469,7 +472,7 @@ func (s *Scheduler) load(key Key, nctx, slots int, place Placement) (*engine.Mod
 	r, err := runner.New(m, runner.Config{
 		Parallel: slots, NumCtx: nctx, NumBatch: key.NumBatch,
 		Threads: threads, FlashAttn: s.cfg.FlashAttn, KVType: s.cfg.KVType,
-		PromptCache: s.cfg.PromptCache, CacheKey: fileIdentity(key.Path), DraftMax: s.cfg.DraftMax, Draft: draft,
+		PromptCache: s.cfg.PromptCache, CacheKey: fileIdentity(key.Path), DraftMax: s.cfg.DraftMax, Draft: draft, SWAFull: s.cfg.SWAFull,
 	})
 	if err != nil {
 		proj.Close()
