@@ -134,6 +134,7 @@ type sample struct {
 	rssKiB     int64
 	goHeapKiB  int64 // Go heap in use (go_memstats_heap_inuse_bytes); -1: unknown
 	goHeldKiB  int64 // what the Go runtime holds from the OS (go_memstats_sys_bytes less heap released)
+	cacheKiB   int64 // the prompt cache's RAM tier (tadpole_prompt_cache_bytes{tier="ram"}): budgeted, outside Go's heap
 	threads    int
 	fds        int
 	goroutines int // -1: /metrics has no go_goroutines
@@ -198,6 +199,8 @@ func (s *server) measure() sample {
 				continue
 			}
 			switch name {
+			case `tadpole_prompt_cache_bytes{tier="ram"}`:
+				out.cacheKiB = int64(f) / 1024
 			case "go_goroutines":
 				out.goroutines = int(f)
 			case "go_memstats_heap_inuse_bytes":
