@@ -18,7 +18,18 @@ package engine
 // #include <malloc.h>
 // static void tadpole_arena_max(int n) { mallopt(M_ARENA_MAX, n); }
 // static void tadpole_mmap_threshold(int n) { mallopt(M_MMAP_THRESHOLD, n); }
+// #if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33)
+// static int tadpole_heap(size_t *inuse, size_t *held) {
+//     struct mallinfo2 m = mallinfo2();
+//     *inuse = m.uordblks + m.hblkhd;
+//     *held = m.arena + m.hblkhd;
+//     return 1;
+// }
 // #else
+// static int tadpole_heap(size_t *inuse, size_t *held) { (void)inuse; (void)held; return 0; }
+// #endif
+// #else
+// static int tadpole_heap(size_t *inuse, size_t *held) { (void)inuse; (void)held; return 0; }
 // static void tadpole_arena_max(int n) { (void)n; }
 // static void tadpole_mmap_threshold(int n) { (void)n; }
 // #endif
@@ -110,6 +121,19 @@ func limitArenas() {
 	if os.Getenv("MALLOC_MMAP_THRESHOLD_") == "" {
 		C.tadpole_mmap_threshold(256 << 10)
 	}
+}
+
+// NativeHeap is what C's malloc holds for llama.cpp, ggml and the C
+// libraries (glibc's mallinfo2, summed over its arenas, mmapped blocks
+// included): inUse is allocated and not freed, held is what malloc has
+// from the system. A leak grows inUse; fragmentation grows held alone.
+// ok is false where the C library does not say (not glibc 2.33+).
+func NativeHeap() (inUse, held int64, ok bool) {
+	var u, h C.size_t
+	if C.tadpole_heap(&u, &h) == 0 {
+		return 0, 0, false
+	}
+	return int64(u), int64(h), true
 }
 
 func loadBackends(dir string) {

@@ -329,6 +329,36 @@ func TestMemoryOps(t *testing.T) {
 	}
 }
 
+// TestNativeHeap: a context's KV cache comes from C's malloc, so
+// NativeHeap's in-use figure rises by about its size when the context is
+// made and falls back when it is closed (what /metrics exports as
+// tadpole_native_heap_bytes, and make soak judges a native leak by).
+func TestNativeHeap(t *testing.T) {
+	m := loadStories(t)
+	before, held, ok := NativeHeap()
+	if !ok {
+		t.Skip("the C library gives no malloc figures (not glibc 2.33+)")
+	}
+	if before <= 0 || held < before {
+		t.Fatalf("in use %d, held %d", before, held)
+	}
+	// 8192 cells × 5 layers × (K + V) × 64 values × 2 bytes (f16) = 10 MiB.
+	ctx, err := m.NewContext(ContextParams{Threads: 1, NumCtx: 8192})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const kv = 8192 * 5 * 2 * 64 * 2
+	during, _, _ := NativeHeap()
+	ctx.Close()
+	after, _, _ := NativeHeap()
+	if during-before < kv*9/10 {
+		t.Fatalf("a context with a %d-byte KV cache raised malloc's in-use figure by %d", kv, during-before)
+	}
+	if during-after < kv*9/10 {
+		t.Fatalf("closing it lowered the figure by %d, not about %d", during-after, kv)
+	}
+}
+
 func TestVocabOnly(t *testing.T) {
 	m, err := LoadModel(testmodels.Testdata("stories260K.gguf"), ModelParams{VocabOnly: true})
 	if err != nil {

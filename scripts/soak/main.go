@@ -175,8 +175,13 @@ loop:
 	// the slots, and is reported apart.
 	native := func(m sample) int64 { return m.rssKiB - max(m.goHeldKiB, 0) - m.cacheKiB }
 	cache := func(m sample) int64 { return m.cacheKiB }
-	rssBase, rssEnd := median(after[:third], rss), median(after[len(after)-third:], rss)
-	natBase, natEnd := median(after[:third], native), median(after[len(after)-third:], native)
+	cHeap := func(m sample) int64 { return m.cHeapKiB }
+	cHeld := func(m sample) int64 { return m.cHeldKiB }
+	first, last := after[:third], after[len(after)-third:]
+	rssBase, rssEnd := median(first, rss), median(last, rss)
+	natBase, natEnd := median(first, native), median(last, native)
+	heapBase, heapEnd := median(first, cHeap), median(last, cHeap)
+	heldBase, heldEnd := median(first, cHeld), median(last, cHeld)
 	snap := st.snapshot()
 	fmt.Println("---- end of load ----")
 	line(os.Stdout, elapsed, snap, final)
@@ -186,7 +191,9 @@ loop:
 		float64(total)/elapsed.Seconds(), ms(snap.p50), ms(snap.p99))
 	fmt.Printf("RSS under load, median of the first and the last third of %d samples after the warm-up: %.1f → %.1fMiB (not held by Go nor the prompt cache: %.1f → %.1fMiB; the prompt cache's RAM tier: %.1f → %.1fMiB), max %.1fMiB\n",
 		len(after), float64(rssBase)/1024, float64(rssEnd)/1024, float64(natBase)/1024, float64(natEnd)/1024,
-		float64(median(after[:third], cache))/1024, float64(median(after[len(after)-third:], cache))/1024, float64(rssMax)/1024)
+		float64(median(first, cache))/1024, float64(median(last, cache))/1024, float64(rssMax)/1024)
+	fmt.Printf("C's malloc (llama.cpp, ggml, C libraries), same medians: in use %s → %s, held %s → %s\n",
+		mib(heapBase), mib(heapEnd), mib(heldBase), mib(heldEnd))
 	fmt.Printf("after drain: rss=%.1fMiB threads=%d (idle baseline %d) fds=%d (idle baseline %d) goroutines=%s (idle baseline %s) slots_busy=%d loaded=%d\n",
 		float64(final.rssKiB)/1024, final.threads, idle.threads,
 		final.fds, idle.fds, unknown(final.goroutines), unknown(idle.goroutines), final.slotsBusy, final.loaded)
@@ -200,9 +207,22 @@ loop:
 	}
 	if third < 3 {
 		why = append(why, fmt.Sprintf("%d RSS samples after the warm-up, too few for a trend (duration too short?)", len(after)))
-	} else if cacheGrowth := median(after[len(after)-third:], cache) - median(after[:third], cache); float64(rssEnd-cacheGrowth) > 1.10*float64(rssBase) {
+	} else if cacheGrowth := median(last, cache) - median(first, cache); float64(rssEnd-cacheGrowth) > 1.10*float64(rssBase) {
 		why = append(why, fmt.Sprintf("RSS grew %.0f%% under load beyond the prompt cache's growth (median of the last third of the samples against the first)", 100*(float64(rssEnd-cacheGrowth)/float64(rssBase)-1)))
-	} else if float64(natEnd) > 1.10*float64(natBase) {
+	} else if heapBase > 0 && float64(heapEnd) > 1.10*float64(heapBase) {
+		// A native leak: memory llama.cpp or a C library allocated and
+		// never freed.
+		why = append(why, fmt.Sprintf("C's malloc has %.0f%% more in use under load (median of the last third against the first)", 100*(float64(heapEnd)/float64(heapBase)-1)))
+	} else if heldBase > 0 && float64(heldEnd) > 1.10*float64(heldBase) {
+		// Fragmentation: freed memory malloc cannot give back.
+		why = append(why, fmt.Sprintf("C's malloc holds %.0f%% more from the system under load (median of the last third against the first)", 100*(float64(heldEnd)/float64(heldBase)-1)))
+	} else if heapBase <= 0 && float64(natEnd) > 1.10*float64(natBase) {
+		// Without malloc's figures (not glibc), the resident memory Go
+		// does not hold stands in for them. With them it is only
+		// reported: it also grows as KV caches and compute buffers that
+		// malloc handed out whole are written page by page (longer
+		// conversations reach pages no earlier one did), which is bounded
+		// by what malloc holds.
 		why = append(why, fmt.Sprintf("memory not held by Go grew %.0f%% under load (median of the last third against the first)", 100*(float64(natEnd)/float64(natBase)-1)))
 	} else if !died && float64(final.rssKiB) > 1.10*float64(rssBase) {
 		why = append(why, fmt.Sprintf("RSS after the drain is %.0f%% above the post-warm-up baseline", 100*(float64(final.rssKiB)/float64(rssBase)-1)))
@@ -212,6 +232,12 @@ loop:
 	}
 	if !died && final.fds > idle.fds {
 		why = append(why, fmt.Sprintf("%d descriptors open after the drain, %d after the warm-up", final.fds, idle.fds))
+	}
+	// The server's side of the clients' closed connections, and of the
+	// soak's own requests for figures, may take a moment to end.
+	for i := 0; i < 10 && !died && idle.goroutines >= 0 && final.goroutines > idle.goroutines; i++ {
+		time.Sleep(time.Second)
+		final.goroutines = srv.measure().goroutines
 	}
 	if idle.goroutines >= 0 && final.goroutines > idle.goroutines {
 		why = append(why, fmt.Sprintf("%d goroutines after the drain, %d after the warm-up", final.goroutines, idle.goroutines))

@@ -134,6 +134,8 @@ type sample struct {
 	rssKiB     int64
 	goHeapKiB  int64 // Go heap in use (go_memstats_heap_inuse_bytes); -1: unknown
 	goHeldKiB  int64 // what the Go runtime holds from the OS (go_memstats_sys_bytes less heap released)
+	cHeapKiB   int64 // C's malloc, allocated and not freed (tadpole_native_heap_bytes{state="in_use"}); -1: unknown
+	cHeldKiB   int64 // C's malloc, taken from the system (tadpole_native_heap_bytes{state="held"}); -1: unknown
 	cacheKiB   int64 // the prompt cache's RAM tier (tadpole_prompt_cache_bytes{tier="ram"}): budgeted, outside Go's heap
 	threads    int
 	fds        int
@@ -146,7 +148,7 @@ type sample struct {
 // and asks the server for its slots (/api/ps) and goroutines (/metrics).
 func (s *server) measure() sample {
 	pid := s.cmd.Process.Pid
-	out := sample{goroutines: -1, slotsBusy: -1, goHeapKiB: -1, goHeldKiB: -1}
+	out := sample{goroutines: -1, slotsBusy: -1, goHeapKiB: -1, goHeldKiB: -1, cHeapKiB: -1, cHeldKiB: -1}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			k, v, _ := strings.Cut(line, ":")
@@ -201,6 +203,10 @@ func (s *server) measure() sample {
 			switch name {
 			case `tadpole_prompt_cache_bytes{tier="ram"}`:
 				out.cacheKiB = int64(f) / 1024
+			case `tadpole_native_heap_bytes{state="in_use"}`:
+				out.cHeapKiB = int64(f) / 1024
+			case `tadpole_native_heap_bytes{state="held"}`:
+				out.cHeldKiB = int64(f) / 1024
 			case "go_goroutines":
 				out.goroutines = int(f)
 			case "go_memstats_heap_inuse_bytes":
@@ -255,6 +261,11 @@ func newStacks(before, after string) string {
 			n, stack, ok := strings.Cut(rec, " @ ")
 			if !ok {
 				continue
+			}
+			// The first record starts with the profile's header line
+			// ("goroutine profile: total N"): the count is on the last line.
+			if i := strings.LastIndexByte(n, '\n'); i >= 0 {
+				n = n[i+1:]
 			}
 			var c int
 			fmt.Sscanf(strings.TrimSpace(n), "%d", &c)

@@ -74,9 +74,9 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 
 // line prints one progress line.
 func line(w io.Writer, at time.Duration, s snapshot, m sample) {
-	fmt.Fprintf(w, "[%6s] ok=%d cancelled=%d errors=%d deliberate_429_503=%d ttft_p50=%s ttft_p99=%s rss=%.1fMiB go_heap=%s go_held=%s prompt_cache=%.1fMiB threads=%d fds=%d goroutines=%s loaded=%d slots_busy=%d\n",
+	fmt.Fprintf(w, "[%6s] ok=%d cancelled=%d errors=%d deliberate_429_503=%d ttft_p50=%s ttft_p99=%s rss=%.1fMiB go_heap=%s go_held=%s c_heap=%s c_held=%s prompt_cache=%.1fMiB threads=%d fds=%d goroutines=%s loaded=%d slots_busy=%d\n",
 		at.Truncate(time.Second), s.ok, s.cancelled, s.errors, s.deliberate, ms(s.p50), ms(s.p99),
-		float64(m.rssKiB)/1024, mib(m.goHeapKiB), mib(m.goHeldKiB), float64(m.cacheKiB)/1024, m.threads, m.fds, unknown(m.goroutines), m.loaded, m.slotsBusy)
+		float64(m.rssKiB)/1024, mib(m.goHeapKiB), mib(m.goHeldKiB), mib(m.cHeapKiB), mib(m.cHeldKiB), float64(m.cacheKiB)/1024, m.threads, m.fds, unknown(m.goroutines), m.loaded, m.slotsBusy)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0fms", float64(d)/float64(time.Millisecond)) }

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/runner"
 )
 
@@ -50,4 +51,22 @@ func (c promptCacheCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(pcMisses, prometheus.CounterValue, float64(s.Misses))
 	ch <- prometheus.MustNewConstMetric(pcTokens, prometheus.CounterValue, float64(s.RestoredTokens))
 	ch <- prometheus.MustNewConstMetric(pcSaves, prometheus.CounterValue, float64(s.Saves))
+}
+
+// nativeHeapCollector exports what C's malloc holds for llama.cpp and the
+// C libraries (engine.NativeHeap): memory neither the Go runtime's figures
+// nor the prompt cache's show, where a native leak would grow.
+type nativeHeapCollector struct{}
+
+var nativeHeap = prometheus.NewDesc("tadpole_native_heap_bytes", "bytes C's malloc holds for llama.cpp and the C libraries: in_use (allocated, not freed) and held (taken from the system)", []string{"state"}, nil)
+
+func (nativeHeapCollector) Describe(ch chan<- *prometheus.Desc) { ch <- nativeHeap }
+
+func (nativeHeapCollector) Collect(ch chan<- prometheus.Metric) {
+	inUse, held, ok := engine.NativeHeap()
+	if !ok {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(nativeHeap, prometheus.GaugeValue, float64(inUse), "in_use")
+	ch <- prometheus.MustNewConstMetric(nativeHeap, prometheus.GaugeValue, float64(held), "held")
 }

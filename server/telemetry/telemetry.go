@@ -68,7 +68,7 @@ func New(src Sources) (*Telemetry, error) {
 	// (process_resident_memory_bytes, process_open_fds): what a leak shows
 	// in first, and what make soak watches.
 	t.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), stepCollector{},
-		&modelServerCollector{sched: src.Sched, compat: src.Compat}, promptCacheCollector{cache: src.Sched.Config().PromptCache})
+		&modelServerCollector{sched: src.Sched, compat: src.Compat}, promptCacheCollector{cache: src.Sched.Config().PromptCache}, nativeHeapCollector{})
 	exp, err := otelprom.New(otelprom.WithRegisterer(t.registry), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: prometheus exporter: %w", err)
