@@ -25,20 +25,13 @@ func (h *Handler) messages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(c.Request().Context())
-	in, err := h.Infer.AcquireFor(ctx, p.req)
-	if err != nil {
-		cancel()
-		return inferError(err)
-	}
-	// The generation ends (and frees its slot) before the instance goes
-	// back.
-	defer func() { cancel(); in.Release() }()
-	a := &answer{in: in, stops: p.stops, model: r.Model, id: newID("msg_"), ctx: ctx}
-	st, err := h.Infer.Start(ctx, in, p.req)
+	g, err := h.Infer.Generate(c.Request().Context(), p.req)
 	if err != nil {
 		return inferError(err)
 	}
+	defer g.Close()
+	a := &answer{in: g.Instance(), stops: p.stops, model: r.Model, id: newID("msg_"), ctx: g.Context()}
+	st := g.Stream()
 	if r.Stream {
 		// message_start tells the prompt's size before the first token.
 		return a.stream(c, st, st.PromptTokens())

@@ -117,23 +117,23 @@ func (h *Handler) chat(c echo.Context) error {
 	}
 	out := sse{c: c}
 	start := time.Now()
-	ctx, cancel := context.WithCancel(c.Request().Context())
-	defer cancel() // ends the generation if the client went away
-	g, err := h.startWaiting(ctx, ireq, &out)
+	g, err := h.startWaiting(c.Request().Context(), ireq, &out)
 	switch {
 	case err != nil && !out.started:
 		return infer.HTTPError(err) // nothing sent yet: a plain error answer
 	case err != nil:
 		return out.fail(err)
 	}
-	defer g.in.Release()
+	// Ends the generation (the client went away, or it failed) before
+	// the instance goes back.
+	defer g.Close()
 	if out.send("", processing{Status: "processing", State: 1}) != nil {
 		return nil
 	}
 	var buf []infer.Event
 	for {
 		var rerr error
-		buf, rerr = g.s.Next(buf[:0])
+		buf, rerr = g.Stream().Next(buf[:0])
 		for _, ev := range buf {
 			var err error
 			d := ev.Delta
@@ -141,7 +141,7 @@ func (h *Handler) chat(c echo.Context) error {
 			case ev.Done && ev.Err != nil:
 				return out.fail(ev.Err)
 			case ev.Done:
-				err = out.send("delta", lastEvent(req.Model, ev, ollamarun.Metrics(ev, start, g.in.LoadDuration)))
+				err = out.send("delta", lastEvent(req.Model, ev, ollamarun.Metrics(ev, start, g.Instance().LoadDuration)))
 			case d.Content != "" || d.Thinking != "":
 				err = out.send("delta", chatEvent{Model: req.Model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking}})
 			}
@@ -182,11 +182,9 @@ func decodeChat(c echo.Context) (*chatRequest, error) {
 	return &req, nil
 }
 
-// started is a generation started on its model instance; the instance
-// must be released once.
+// started is a generation started on its model instance, or why not.
 type started struct {
-	in  *infer.Instance
-	s   *infer.Stream
+	g   *infer.Generation
 	err error
 }
 
@@ -194,35 +192,26 @@ type started struct {
 // first "processing" event (state 0) goes out once that takes longer than
 // firstUpdate, then one every updateEvery: a request refused at once (its
 // key's concurrent requests, a full queue, a bad value) is answered with
-// its status code before the stream starts.
-func (h *Handler) startWaiting(ctx context.Context, req *infer.Request, out *sse) (started, error) {
+// its status code before the stream starts. The caller closes the
+// generation.
+func (h *Handler) startWaiting(ctx context.Context, req *infer.Request, out *sse) (*infer.Generation, error) {
 	ch := make(chan started, 1)
 	go func() {
-		in, err := h.Infer.AcquireFor(ctx, req)
-		if err != nil {
-			ch <- started{err: err}
-			return
-		}
-		s, err := h.Infer.Start(ctx, in, req)
-		if err != nil {
-			in.Release()
-			ch <- started{err: err}
-			return
-		}
-		ch <- started{in: in, s: s}
+		g, err := h.Infer.Generate(ctx, req)
+		ch <- started{g, err}
 	}()
 	tick := time.NewTimer(firstUpdate)
 	defer tick.Stop()
 	for {
 		select {
-		case g := <-ch:
-			if g.err == nil && !out.started {
-				g.err = out.send("", processing{Status: "processing", State: 0})
-				if g.err != nil {
-					g.in.Release()
+		case s := <-ch:
+			if s.err == nil && !out.started {
+				if s.err = out.send("", processing{Status: "processing", State: 0}); s.err != nil {
+					s.g.Close()
+					s.g = nil
 				}
 			}
-			return g, g.err
+			return s.g, s.err
 		case <-tick.C:
 			out.send("", processing{Status: "processing", State: 0})
 			tick.Reset(updateEvery)

@@ -37,12 +37,11 @@ type Call struct {
 // Stream is a started call: read it with Recv (a load-only call has
 // nothing to read). Close must be called once.
 type Stream struct {
-	gen    *infer.Stream // nil for a load-only call
-	ctx    context.Context
-	call   *Call
-	in     *infer.Instance
-	cancel context.CancelFunc
-	ready  time.Duration // from the call's start until its model was ready
+	g     *infer.Generation
+	gen   *infer.Stream // nil for a load-only call
+	call  *Call
+	in    *infer.Instance
+	ready time.Duration // from the call's start until its model was ready
 }
 
 // options checks a request's model name and applies its options over
@@ -126,25 +125,20 @@ func (r Runner) request(model string, m map[string]any, format, think json.RawMe
 // Start gets the model loaded (waiting for it as long as ctx allows) and
 // queues the generation. Cancelling ctx ends it.
 func (c *Call) Start(ctx context.Context) (*Stream, error) {
-	in, err := c.r.Infer.AcquireFor(ctx, c.ireq)
+	var g *infer.Generation
+	var err error
+	if c.loadOnly {
+		g, err = c.r.Infer.Load(ctx, c.ireq)
+	} else {
+		g, err = c.r.Infer.Generate(ctx, c.ireq)
+	}
 	if err != nil {
 		return nil, inferError(err)
 	}
 	// load_duration is Ollama's: the time from the request's start until
 	// its model was ready, loading or not (so a loaded model's is small,
 	// never absent: clients such as the Vercel AI SDK require it).
-	s := &Stream{call: c, in: in, cancel: func() {}, ready: time.Since(c.start)}
-	if c.loadOnly {
-		return s, nil
-	}
-	s.ctx, s.cancel = context.WithCancel(ctx)
-	gen, err := c.r.Infer.Start(s.ctx, in, c.ireq)
-	if err != nil {
-		s.Close()
-		return nil, inferError(err)
-	}
-	s.gen = gen
-	return s, nil
+	return &Stream{g: g, gen: g.Stream(), call: c, in: g.Instance(), ready: g.Acquired().Sub(c.start)}, nil
 }
 
 // LoadOnly reports a call without a prompt: it loaded the model and
@@ -162,10 +156,7 @@ func (s *Stream) Recv(buf []infer.Event) ([]infer.Event, error) {
 }
 
 // Close ends the generation if it still runs and hands the model back.
-func (s *Stream) Close() {
-	s.cancel()
-	s.in.Release()
-}
+func (s *Stream) Close() { s.g.Close() }
 
 // Metrics are the statistics of the stream's final event.
 func (s *Stream) Metrics(ev infer.Event) api.Metrics {

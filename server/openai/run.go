@@ -21,16 +21,14 @@ import (
 // events with next, tagged with the choice's index; close must be called
 // once.
 type gen struct {
-	in      *infer.Instance
-	n       int // choices per prompt
-	count   int // choices in all
-	streams []*infer.Stream
-	ended   []bool
-	left    int // streams whose final event was not read yet
-	notify  chan struct{}
-	ctx     context.Context
-	cancel  context.CancelFunc
-	evs     []infer.Event // reused by next
+	*infer.Generation
+	in     *infer.Instance
+	n      int // choices per prompt
+	count  int // choices in all
+	ended  []bool
+	left   int // streams whose final event was not read yet
+	notify chan struct{}
+	evs    []infer.Event // reused by next
 }
 
 type indexed struct {
@@ -38,41 +36,21 @@ type indexed struct {
 	ev infer.Event
 }
 
-// start gets model's instance and starts every request on it. Cancelling
-// ctx (the client going away) or close ends the generations at the next
-// decode step and frees their slots.
+// start gets model's instance and starts every request on it (a prompt's
+// n choices decode and encode their media once). Cancelling ctx (the
+// client going away) or close ends the generations at the next decode
+// step and frees their slots.
 func (h *Handler) start(ctx context.Context, model string, reqs []*infer.Request, n int) (*gen, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	in, err := h.Infer.AcquireFor(ctx, reqs[0])
+	notify := make(chan struct{}, 1)
+	for _, r := range reqs {
+		r.Notify = notify
+	}
+	g, err := h.Infer.Generate(ctx, reqs...)
 	if err != nil {
-		cancel()
 		return nil, inferError(err, model)
 	}
-	// A prompt's n choices are copies of one request sharing its media:
-	// they are decoded once, here, and encoded once, not once per choice;
-	// the pixels are dropped once every choice has started.
-	for i := 0; i+n <= len(reqs); i += n {
-		release, err := h.Infer.PrepareMedia(ctx, in, reqs[i:i+n]...)
-		if err != nil {
-			in.Release()
-			cancel()
-			return nil, inferError(err, model)
-		}
-		defer release()
-	}
-	g := &gen{in: in, n: n, count: len(reqs), notify: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
-	for _, r := range reqs {
-		r.Notify = g.notify
-		st, err := h.Infer.Start(ctx, in, r)
-		if err != nil {
-			g.close()
-			return nil, inferError(err, model)
-		}
-		g.streams = append(g.streams, st)
-	}
-	g.ended = make([]bool, len(g.streams))
-	g.left = len(g.streams)
-	return g, nil
+	return &gen{Generation: g, in: g.Instance(), n: n, count: len(reqs), notify: notify,
+		ended: make([]bool, len(reqs)), left: len(reqs)}, nil
 }
 
 // next appends the events queued on every generation to buf, waiting for
@@ -81,7 +59,7 @@ func (h *Handler) start(ctx context.Context, model string, reqs []*infer.Request
 func (g *gen) next(buf []indexed) ([]indexed, error) {
 	for {
 		n := len(buf)
-		for i, st := range g.streams {
+		for i, st := range g.Streams() {
 			if g.ended[i] {
 				continue
 			}
@@ -107,17 +85,14 @@ func (g *gen) next(buf []indexed) ([]indexed, error) {
 		}
 		select {
 		case <-g.notify:
-		case <-g.ctx.Done():
-			return buf, g.ctx.Err()
+		case <-g.Context().Done():
+			return buf, g.Context().Err()
 		}
 	}
 }
 
 // close ends the generations that still run and hands the instance back.
-func (g *gen) close() {
-	g.cancel()
-	g.in.Release()
-}
+func (g *gen) close() { g.Close() }
 
 // result is one choice's output.
 type result struct {

@@ -76,34 +76,19 @@ func (a *answer) snapshot(status string) *Response {
 }
 
 // gen is a started generation.
-type gen struct {
-	in     *infer.Instance
-	st     *infer.Stream
-	cancel context.CancelFunc
-}
+type gen struct{ *infer.Generation }
 
 func (a *answer) start(ctx context.Context, priority int) (*gen, error) {
-	ctx, cancel := context.WithCancel(ctx)
 	r := *a.p.ireq
 	r.Priority = priority
-	in, err := a.h.Infer.AcquireFor(ctx, &r)
+	g, err := a.h.Infer.Generate(ctx, &r)
 	if err != nil {
-		cancel()
 		return nil, inferError(err, r.Model)
 	}
-	st, err := a.h.Infer.Start(ctx, in, &r)
-	if err != nil {
-		cancel()
-		in.Release()
-		return nil, inferError(err, r.Model)
-	}
-	return &gen{in: in, st: st, cancel: cancel}, nil
+	return &gen{g}, nil
 }
 
-func (g *gen) close() {
-	g.cancel()
-	g.in.Release()
-}
+func (g *gen) close() { g.Close() }
 
 // relay reads the generation to its end through b; it returns the final
 // event.
@@ -111,7 +96,7 @@ func (g *gen) relay(b *builder, flush func() error) (infer.Event, error) {
 	var evs []infer.Event
 	for {
 		var err error
-		evs, err = g.st.Next(evs[:0])
+		evs, err = g.Stream().Next(evs[:0])
 		for _, ev := range evs {
 			if err := b.add(ev.Delta); err != nil {
 				return ev, err
