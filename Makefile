@@ -20,6 +20,11 @@ ISA_FLAGS   := $(shell sh scripts/cpuflags.sh $(CPU))
 LLAMA_BUILD := $(shell sh scripts/llama.sh dir "$(ISA_FLAGS)")
 LLAMA_SRC   := $(LLAMA_BUILD)/src
 LLAMA_LIBS  := $(foreach l,mtmd vendor-hash llama ggml ggml-cpu ggml-base,$(LLAMA_BUILD)/lib$(l).a)
+# llama-server of the same release and flags (`make llama-server`), and the
+# source tree's models/templates: the chat template differential
+# (server/templatediff) renders every template through both servers.
+export LLAMA_SERVER  := $(shell sh scripts/llama.sh server-bin "$(ISA_FLAGS)")
+export LLAMA_CPP_SRC := $(LLAMA_SRC)
 
 export CGO_ENABLED  := 1
 export CGO_CPPFLAGS := -I$(LLAMA_SRC)/include -I$(LLAMA_SRC)/ggml/include -I$(LLAMA_SRC)/tools/mtmd -DNDEBUG
@@ -39,8 +44,8 @@ CUDA_ARCHITECTURES ?= 80;86;89;90
 LIBDIR ?= lib/tadpole
 
 
-.PHONY: test-one test-agents
-.PHONY: all build run test bench bench-images bench-ci fmt vet deps llama flags clean cuda gpu-check-tools fuzz fuzz-ci soak
+.PHONY: test-one test-agents test-compat
+.PHONY: all build run test bench bench-images bench-ci fmt vet deps llama llama-server flags clean cuda gpu-check-tools fuzz fuzz-ci soak
 
 all: build
 
@@ -48,6 +53,13 @@ all: build
 # set of flags (minutes, cold), a no-op afterwards (scripts/llama.sh).
 llama:
 	@sh scripts/llama.sh build "$(ISA_FLAGS)"
+
+# llama-server of the engine's llama.cpp release, CPU only, built once
+# into the same cache (scripts/llama.sh server; cold about NN min on two
+# cores, a no-op afterwards). `make test` needs it: the chat template
+# differential (server/templatediff) runs against it.
+llama-server: llama
+	@sh scripts/llama.sh server "$(ISA_FLAGS)" >/dev/null
 
 deps: llama
 
@@ -69,8 +81,17 @@ run: build
 # PKG and RUN narrow a run: make test-one PKG=./server RUN=TestEmbed
 PKG ?= ./...
 RUN ?= .
-test: deps vet
+test: deps vet build llama-server
 	$(GO) test -race -count=1 -timeout 30m ./...
+	$(COMPAT_TEST)
+
+# Ollama's official Go client (github.com/ollama/ollama/api) against the
+# real bin/tadpole serve, in a Go module of its own (compat/ollamaclient)
+# so that the server's module never requires Ollama's. Also part of
+# `make test`. A few seconds once bin/tadpole is built.
+COMPAT_TEST = cd compat/ollamaclient && TADPOLE_BIN=$(abspath $(BIN)) $(GO) test -race -count=1 -timeout 10m ./...
+test-compat: build
+	$(COMPAT_TEST)
 
 test-one: deps
 	$(GO) test -race -count=1 -timeout 30m -run '$(RUN)' $(PKG)
@@ -84,6 +105,7 @@ test-agents: deps
 
 vet: llama
 	$(GO) vet ./...
+	cd compat/ollamaclient && $(GO) vet ./...
 
 # The Helm chart (deploy/helm/tadpole) rendered by Helm's own engine with
 # its default, CPU, GPU and everything-on values; every manifest decoded
