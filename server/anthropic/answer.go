@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
@@ -30,7 +31,7 @@ func (h *Handler) messages(c echo.Context) error {
 		return inferError(err)
 	}
 	defer g.Close()
-	a := &answer{in: g.Instance(), stops: p.stops, model: r.Model, id: newID("msg_"), ctx: g.Context()}
+	a := &answer{in: g.Instance(), stops: p.stops, model: r.Model, id: dialect.NewID("msg_"), ctx: g.Context()}
 	st := g.Stream()
 	if r.Stream {
 		// message_start tells the prompt's size before the first token.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tadpole-llm/tadpole/server/chatparse"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 )
 
 // sink receives an answer's content blocks as they form: the stream
@@ -70,7 +71,7 @@ func (b *blocks) thinking(s string) {
 }
 
 func (b *blocks) toolUse(c chatparse.ToolCall) {
-	b.begin("", ContentBlock{Type: "tool_use", ID: newID("toolu_"), Name: c.Name, Input: json.RawMessage("{}")})
+	b.begin("", ContentBlock{Type: "tool_use", ID: dialect.NewID("toolu_"), Name: c.Name, Input: json.RawMessage("{}")})
 	args := strings.TrimSpace(string(c.Arguments))
 	if args == "" {
 		args = "{}"

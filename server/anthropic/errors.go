@@ -73,11 +73,3 @@ func Errors(next echo.HandlerFunc) echo.HandlerFunc {
 		return dialect.WriteAs(c, dialect.Anthropic, *asError(err, c))
 	}
 }
-
-// methodNotAllowed answers a known path with the wrong method.
-func methodNotAllowed(allow string) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		c.Response().Header().Set(echo.HeaderAllow, allow)
-		return echo.ErrMethodNotAllowed
-	}
-}

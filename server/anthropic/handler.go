@@ -2,15 +2,14 @@ package anthropic
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
@@ -26,21 +25,8 @@ type Handler struct {
 // error middleware; echo routes these static paths here.)
 func (h *Handler) Register(e *echo.Echo) {
 	g := e.Group("/v1/messages", Errors)
-	route(g, http.MethodPost, "", h.messages)
-	route(g, http.MethodPost, "/count_tokens", h.countTokens)
-}
-
-// route adds a route and answers its other methods with 405 through the
-// group's middleware. OPTIONS is left to the CORS middleware.
-func route(g *echo.Group, method, path string, h echo.HandlerFunc) {
-	g.Add(method, path, h)
-	var others []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		if m != method {
-			others = append(others, m)
-		}
-	}
-	g.Match(others, path, methodNotAllowed(method))
+	dialect.Route(g, http.MethodPost, "", h.messages)
+	dialect.Route(g, http.MethodPost, "/count_tokens", h.countTokens)
 }
 
 // decode reads a JSON object into v (the body size is bounded by the
@@ -66,18 +52,4 @@ func decode(c echo.Context, v any) error {
 		return invalid("the request body is not valid JSON: %v", err)
 	}
 	return nil
-}
-
-// newID is prefix and 24 random letters and digits, like Anthropic's ids
-// ("msg_…", "toolu_…").
-func newID(prefix string) string {
-	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	b := make([]byte, 24)
-	_, _ = rand.Read(b)
-	var s strings.Builder
-	s.WriteString(prefix)
-	for _, x := range b {
-		s.WriteByte(chars[int(x)%len(chars)])
-	}
-	return s.String()
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/server/chatparse"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 )
 
 // chat serves POST /v1/chat/completions and, with webui set, Open
@@ -31,7 +32,7 @@ func (h *Handler) chat(c echo.Context, webui bool) error {
 	defer g.close()
 	a := &chatAnswer{g: g, model: req.Model, created: time.Now().Unix(), start: start, webui: webui, logprobs: req.Logprobs,
 		calls: make([]int, len(reqs))}
-	a.id = newID("chatcmpl-")
+	a.id = dialect.NewID("chatcmpl-")
 	if webui {
 		a.id = req.Model + "-" + newUUID()
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
@@ -43,7 +44,7 @@ func (h *Handler) completions(c echo.Context) error {
 		return err
 	}
 	defer g.close()
-	a := &completionAnswer{g: g, id: newID("cmpl-"), model: req.Model, created: time.Now().Unix(), logprobs: req.Logprobs != nil && *req.Logprobs > 0}
+	a := &completionAnswer{g: g, id: dialect.NewID("cmpl-"), model: req.Model, created: time.Now().Unix(), logprobs: req.Logprobs != nil && *req.Logprobs > 0}
 	a.withLogprobs = req.Logprobs != nil
 	if req.Echo {
 		for _, p := range prompts {

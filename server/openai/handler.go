@@ -23,14 +23,14 @@ type Handler struct {
 // its first middleware: unknown paths under it then answer 404, and wrong
 // methods 405, in OpenAI's shape too.
 func (h *Handler) RegisterV1(g *echo.Group) {
-	route(g, http.MethodPost, "/chat/completions", func(c echo.Context) error { return h.chat(c, false) })
-	route(g, http.MethodPost, "/completions", h.completions)
-	route(g, http.MethodPost, "/embeddings", h.embeddings)
-	route(g, http.MethodPost, "/rerank", h.rerank)
-	route(g, http.MethodGet, "/models", h.listModels)
+	dialect.Route(g, http.MethodPost, "/chat/completions", func(c echo.Context) error { return h.chat(c, false) })
+	dialect.Route(g, http.MethodPost, "/completions", h.completions)
+	dialect.Route(g, http.MethodPost, "/embeddings", h.embeddings)
+	dialect.Route(g, http.MethodPost, "/rerank", h.rerank)
+	dialect.Route(g, http.MethodGet, "/models", h.listModels)
 	// Model names hold slashes and colons ("hf.co/someone/model:Q4_0"),
 	// escaped or not.
-	route(g, http.MethodGet, "/models/*", h.getModel)
+	dialect.Route(g, http.MethodGet, "/models/*", h.getModel)
 }
 
 // RegisterWebUI adds POST to a group at /api/chat/completions (Open
@@ -39,21 +39,7 @@ func (h *Handler) RegisterV1(g *echo.Group) {
 // have Errors first; middleware only this route needs goes after it, so
 // its errors come back in OpenAI's shape as well.
 func (h *Handler) RegisterWebUI(g *echo.Group) {
-	route(g, http.MethodPost, "", func(c echo.Context) error { return h.chat(c, true) })
-}
-
-// route adds a route and answers its other methods with 405 through the
-// group's middleware (so in OpenAI's shape). OPTIONS is left to the CORS
-// middleware.
-func route(g *echo.Group, method, path string, h echo.HandlerFunc) {
-	g.Add(method, path, h)
-	var others []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		if m != method {
-			others = append(others, m)
-		}
-	}
-	g.Match(others, path, methodNotAllowed(method))
+	dialect.Route(g, http.MethodPost, "", func(c echo.Context) error { return h.chat(c, true) })
 }
 
 // decode reads a JSON object into v (dialect.DecodeOpenAI).
@@ -75,18 +61,6 @@ func (h *Handler) options(model string, numPredict int) (api.Options, error) {
 		return opts, inferError(err, model)
 	}
 	return opts, nil
-}
-
-// newID is prefix and 24 random letters and digits, like OpenAI's ids
-// ("chatcmpl-…").
-func newID(prefix string) string {
-	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	b := make([]byte, 24)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = chars[int(b[i])%len(chars)]
-	}
-	return prefix + string(b)
 }
 
 // newUUID is a random (version 4) UUID.

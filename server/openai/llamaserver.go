@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
@@ -30,9 +31,9 @@ const MaxTokenizeTokens = 1 << 20
 // /apply-template, each a group with Errors first (OpenAI's shape for its
 // errors, 404 and 405).
 func (h *Handler) RegisterLlamaServer(e *echo.Echo) {
-	route(e.Group("/tokenize", Errors), http.MethodPost, "", h.tokenize)
-	route(e.Group("/detokenize", Errors), http.MethodPost, "", h.detokenize)
-	route(e.Group("/apply-template", Errors), http.MethodPost, "", h.applyTemplate)
+	dialect.Route(e.Group("/tokenize", Errors), http.MethodPost, "", h.tokenize)
+	dialect.Route(e.Group("/detokenize", Errors), http.MethodPost, "", h.detokenize)
+	dialect.Route(e.Group("/apply-template", Errors), http.MethodPost, "", h.applyTemplate)
 }
 
 // TokenizeRequest is the body of POST /tokenize.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/media"
 )
@@ -276,8 +277,8 @@ func TestWebUIUsage(t *testing.T) {
 }
 
 func TestIDs(t *testing.T) {
-	id := newID("chatcmpl-")
-	if len(id) != len("chatcmpl-")+24 || id == newID("chatcmpl-") {
+	id := dialect.NewID("chatcmpl-")
+	if len(id) != len("chatcmpl-")+24 || id == dialect.NewID("chatcmpl-") {
 		t.Fatal(id)
 	}
 	u := newUUID()

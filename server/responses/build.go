@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tadpole-llm/tadpole/server/chatparse"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 )
 
 // outItem is an output item being built.
@@ -76,7 +77,7 @@ func (b *builder) start(kind, prefix string) (*outItem, error) {
 	if err := b.close("completed"); err != nil {
 		return nil, err
 	}
-	it := &outItem{kind: kind, id: newID(prefix), index: len(b.items)}
+	it := &outItem{kind: kind, id: dialect.NewID(prefix), index: len(b.items)}
 	b.items = append(b.items, it)
 	if err := b.send("response.output_item.added", map[string]any{"output_index": it.index, "item": it.render("in_progress", false)}); err != nil {
 		return nil, err
@@ -125,7 +126,7 @@ func (b *builder) call(c chatparse.ToolCall) error {
 		it.namespace, it.name = q.Namespace, q.Name
 	}
 	if it.callID == "" {
-		it.callID = newID("call_")
+		it.callID = dialect.NewID("call_")
 	}
 	if it.args == "" {
 		it.args = "{}"

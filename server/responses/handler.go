@@ -2,7 +2,6 @@ package responses
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,7 +79,7 @@ func (h *Handler) create(c echo.Context) error {
 		return err
 	}
 	store := req.storeOn() && h.Jobs != nil
-	a := &answer{h: h, p: p, id: newID("resp_"), created: time.Now().Unix(), store: store, owner: owner(c)}
+	a := &answer{h: h, p: p, id: dialect.NewID("resp_"), created: time.Now().Unix(), store: store, owner: owner(c)}
 	if store {
 		// Refused before it is generated when it cannot be stored
 		// (its size, its key's quota, the disk): saving checks again.
@@ -377,15 +376,4 @@ func (h *Handler) RunJob(ctx context.Context, j *jobs.Job) ([]byte, error) {
 		case <-time.After(wait):
 		}
 	}
-}
-
-// newID is prefix and 24 random letters and digits, like OpenAI's ids.
-func newID(prefix string) string {
-	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	b := make([]byte, 24)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = chars[int(b[i])%len(chars)]
-	}
-	return prefix + string(b)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine/grammar"
 	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/jobs"
 	"github.com/tadpole-llm/tadpole/server/media"
@@ -136,7 +137,7 @@ func normalize(raw json.RawMessage, model string, image func(string) ([]byte, er
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, invalid("input", "Invalid 'input': %v", err)
 		}
-		return []Item{{Type: "message", ID: newID("msg_"), Status: "completed", Role: "user", Content: parts("input_text", s)}}, nil
+		return []Item{{Type: "message", ID: dialect.NewID("msg_"), Status: "completed", Role: "user", Content: parts("input_text", s)}}, nil
 	}
 	var raws []json.RawMessage
 	if raw[0] != '[' || json.Unmarshal(raw, &raws) != nil {
@@ -212,7 +213,7 @@ func normalize(raw json.RawMessage, model string, image func(string) ([]byte, er
 
 func orID(id, prefix string) string {
 	if id == "" {
-		return newID(prefix)
+		return dialect.NewID(prefix)
 	}
 	return id
 }
