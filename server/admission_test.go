@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -39,8 +39,8 @@ func TestQueueBoundExactUnderBurst(t *testing.T) {
 	hold, release := context.WithCancel(ctx)
 	defer release()
 	held := make(chan struct{})
-	go ts.Client.Generate(hold, &ollama.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: map[string]any{"num_predict": -1}},
-		func(ollama.GenerateResponse) error {
+	go ts.Client.Generate(hold, &api.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: map[string]any{"num_predict": -1}},
+		func(api.GenerateResponse) error {
 			select {
 			case <-held:
 			default:
@@ -106,8 +106,8 @@ func TestQueueBoundExactUnderBurst(t *testing.T) {
 	}
 	// Embeddings take their place in the same queue: with it full, 503
 	// in each dialect's shape.
-	_, err := ts.Client.Embed(ctx, &ollama.EmbedRequest{Model: "stories", Input: "The cat sat."})
-	if se := (ollama.StatusError{}); !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable {
+	_, err := ts.Client.Embed(ctx, &api.EmbedRequest{Model: "stories", Input: jsonOf("The cat sat.")})
+	if se := (*client.StatusError)(nil); !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("/api/embed with the queue full: %v, want a 503", err)
 	}
 	for _, c := range []struct{ path, body, want string }{
@@ -132,7 +132,7 @@ func TestQueueBoundExactUnderBurst(t *testing.T) {
 	// The places are given back: more embeddings than the bound, one
 	// after another, all answer.
 	for i := 0; i < 6; i++ {
-		if _, err := ts.Client.Embed(ctx, &ollama.EmbedRequest{Model: "stories", Input: "The cat sat."}); err != nil {
+		if _, err := ts.Client.Embed(ctx, &api.EmbedRequest{Model: "stories", Input: jsonOf("The cat sat.")}); err != nil {
 			t.Fatalf("embedding %d after the burst: %v", i, err)
 		}
 	}

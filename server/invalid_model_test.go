@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"os"
@@ -9,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -32,7 +33,7 @@ func writeBlockCount(t *testing.T, dir, name string, v any) string {
 }
 
 // Issue 19: a stories260K copy whose block_count is 2^37 (u64) or
-// 0xFFFFFFFF (u32), uploaded with the official client's CreateBlob and
+// 0xFFFFFFFF (u32), uploaded with the Ollama API client's CreateBlob and
 // Create, used to be accepted and then ended the process with "out of
 // memory" at the first generate. Now create answers 400 naming
 // block_count and writes nothing; a broken NAME.gguf in the models
@@ -59,19 +60,19 @@ func TestCreateRefusesBrokenGGUF(t *testing.T) {
 		{"u32", uint32(0xFFFFFFFF), "llama.block_count is 4294967295 but the file has tensors for 5 blocks", ptr(false)},
 	} {
 		digest, data := fileDigest(t, writeBlockCount(t, src, tc.name+".gguf", tc.value))
-		if err := ts.Client.CreateBlob(ctx, digest, strings.NewReader(string(data))); err != nil {
+		if err := ts.Client.CreateBlob(ctx, digest, bytes.NewReader(data), int64(len(data))); err != nil {
 			t.Fatalf("%s: upload: %v", tc.name, err)
 		}
-		err := ts.Client.Create(ctx, &ollama.CreateRequest{Model: "bad", Files: map[string]string{"x.gguf": digest}, Stream: tc.stream},
-			func(ollama.ProgressResponse) error { return nil })
-		var se ollama.StatusError
-		if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.ErrorMessage, tc.want) {
+		err := ts.Client.Create(ctx, &api.CreateRequest{Model: "bad", Files: map[string]string{"x.gguf": digest}, Stream: tc.stream},
+			func(api.ProgressResponse) error { return nil })
+		var se client.StatusError
+		if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.Message, tc.want) {
 			t.Errorf("%s: create = %v, want a 400 containing %q", tc.name, err, tc.want)
 		}
 		// The same blob as "from".
-		err = ts.Client.Create(ctx, &ollama.CreateRequest{Model: "bad", From: "@" + digest, System: "hi"},
-			func(ollama.ProgressResponse) error { return nil })
-		if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.ErrorMessage, "block_count") {
+		err = ts.Client.Create(ctx, &api.CreateRequest{Model: "bad", From: "@" + digest, System: "hi"},
+			func(api.ProgressResponse) error { return nil })
+		if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.Message, "block_count") {
 			t.Errorf("%s: create from the blob = %v, want a 400 naming block_count", tc.name, err)
 		}
 	}
@@ -93,28 +94,28 @@ func TestCreateRefusesBrokenGGUF(t *testing.T) {
 
 	// The broken file in the directory: a 400 naming the key, the server
 	// keeps serving.
-	err = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "broken", Prompt: "Once", Options: map[string]any{"num_predict": 2}},
-		func(ollama.GenerateResponse) error { return nil })
-	var se ollama.StatusError
-	if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.ErrorMessage, "llama.block_count is 4294967295") {
+	err = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "broken", Prompt: "Once", Options: map[string]any{"num_predict": 2}},
+		func(api.GenerateResponse) error { return nil })
+	var se client.StatusError
+	if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.Message, "llama.block_count is 4294967295") {
 		t.Errorf("generate with the broken model: %v", err)
 	}
-	if _, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "broken"}); !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest {
+	if _, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "broken"}); !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest {
 		t.Errorf("show of the broken model: %v", err)
 	}
 
 	// A valid create and a generation on it still work.
 	digest, data := fileDigest(t, testmodels.Testdata("stories260K.gguf"))
-	if err := ts.Client.CreateBlob(ctx, digest, strings.NewReader(string(data))); err != nil {
+	if err := ts.Client.CreateBlob(ctx, digest, bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.Client.Create(ctx, &ollama.CreateRequest{Model: "good", Files: map[string]string{"x.gguf": digest}},
-		func(ollama.ProgressResponse) error { return nil }); err != nil {
+	if err := ts.Client.Create(ctx, &api.CreateRequest{Model: "good", Files: map[string]string{"x.gguf": digest}},
+		func(api.ProgressResponse) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	var text string
-	err = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "good", Prompt: "Once upon a time", Stream: ptr(false),
-		Options: map[string]any{"num_predict": 4, "temperature": 0}}, func(r ollama.GenerateResponse) error { text += r.Response; return nil })
+	err = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "good", Prompt: "Once upon a time", Stream: ptr(false),
+		Options: map[string]any{"num_predict": 4, "temperature": 0}}, func(r api.GenerateResponse) error { text += r.Response; return nil })
 	if err != nil || text == "" {
 		t.Fatalf("generate with the valid model: %q, %v", text, err)
 	}
@@ -152,38 +153,38 @@ func TestUnknownArchitecture(t *testing.T) {
 	want := []string{`"tadpolenet"`, engine.LlamaRelease()}
 	check := func(what string, err error) {
 		t.Helper()
-		var se ollama.StatusError
+		var se client.StatusError
 		if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest {
 			t.Errorf("%s: %v, want a 400", what, err)
 			return
 		}
 		for _, w := range want {
-			if !strings.Contains(se.ErrorMessage, w) {
-				t.Errorf("%s: %q does not name %s", what, se.ErrorMessage, w)
+			if !strings.Contains(se.Message, w) {
+				t.Errorf("%s: %q does not name %s", what, se.Message, w)
 			}
 		}
 	}
 
-	err := ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "alien", Prompt: "Once", Options: map[string]any{"num_predict": 2}},
-		func(ollama.GenerateResponse) error { return nil })
+	err := ts.Client.Generate(ctx, &api.GenerateRequest{Model: "alien", Prompt: "Once", Options: map[string]any{"num_predict": 2}},
+		func(api.GenerateResponse) error { return nil })
 	check("generate", err)
 
 	src := filepath.Join(t.TempDir(), "alien.gguf")
 	alien(src)
 	digest, data := fileDigest(t, src)
-	if err := ts.Client.CreateBlob(ctx, digest, strings.NewReader(string(data))); err != nil {
+	if err := ts.Client.CreateBlob(ctx, digest, bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
-	err = ts.Client.Create(ctx, &ollama.CreateRequest{Model: "alien2", Files: map[string]string{"x.gguf": digest}},
-		func(ollama.ProgressResponse) error { return nil })
+	err = ts.Client.Create(ctx, &api.CreateRequest{Model: "alien2", Files: map[string]string{"x.gguf": digest}},
+		func(api.ProgressResponse) error { return nil })
 	check("create from files", err)
-	err = ts.Client.Create(ctx, &ollama.CreateRequest{Model: "alien3", From: "@" + digest, Stream: ptr(false)},
-		func(ollama.ProgressResponse) error { return nil })
+	err = ts.Client.Create(ctx, &api.CreateRequest{Model: "alien3", From: "@" + digest, Stream: ptr(false)},
+		func(api.ProgressResponse) error { return nil })
 	check("create from the blob", err)
 
 	var text string
-	err = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Stream: ptr(false),
-		Options: map[string]any{"num_predict": 4, "temperature": 0}}, func(r ollama.GenerateResponse) error { text += r.Response; return nil })
+	err = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Stream: ptr(false),
+		Options: map[string]any{"num_predict": 4, "temperature": 0}}, func(r api.GenerateResponse) error { text += r.Response; return nil })
 	if err != nil || text == "" {
 		t.Fatalf("generate with the valid model after: %q, %v", text, err)
 	}

@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -70,7 +69,7 @@ func TestCreateErrorsNoBlobPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	digest, data := fileDigest(t, junk)
-	if err := ts.Client.CreateBlob(ctx, digest, bytes.NewReader(data)); err != nil {
+	if err := ts.Client.CreateBlob(ctx, digest, bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
 	missing := "sha256:" + strings.Repeat("0", 64)
@@ -105,8 +104,8 @@ func TestCreateErrorsNoBlobPath(t *testing.T) {
 // holder).
 func TestReadyzNamesWithoutKeys(t *testing.T) {
 	ts := startServer(t)
-	if err := ts.Client.Generate(context.Background(), &ollama.GenerateRequest{Model: "stories", Prompt: "Once", Options: greedyOpts(1)},
-		func(ollama.GenerateResponse) error { return nil }); err != nil {
+	if err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "stories", Prompt: "Once", Options: greedyOpts(1)},
+		func(api.GenerateResponse) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	code, _, b := do(t, "GET", ts.URL+"/readyz", "", "")

@@ -22,21 +22,22 @@ import (
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
-	ollama "github.com/ollama/ollama/api"
-	"github.com/ollama/ollama/types/model"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
-// Images and audio through every dialect, with the official clients,
-// against a real server: refused with a 400 naming the model for a
-// text-only model, naming the image for one that does not decode, and
-// over the limits; /api/show of a model with a projector.
+// Images and audio through every dialect, with the official clients
+// (Tadpole's own server/client for Ollama's API) against a real server:
+// refused with a 400 naming the model for a text-only model, naming the
+// image for one that does not decode, and over the limits; /api/show of a
+// model with a projector.
 
 // writeTestProjector writes a minimal clip GGUF with a vision encoder:
 // enough for the store and /api/show (its metadata), not for loading.
@@ -107,8 +108,8 @@ func dataURL(b []byte) string { return "data:image/png;base64," + base64.StdEnco
 // ollamaStatus checks an Ollama client error's status and message.
 func ollamaStatus(t *testing.T, what string, err error, status int, want string) {
 	t.Helper()
-	var se ollama.StatusError
-	if !asStatus(err, &se) || se.StatusCode != status || !strings.Contains(se.ErrorMessage, want) {
+	var se client.StatusError
+	if !asStatus(err, &se) || se.StatusCode != status || !strings.Contains(se.Message, want) {
 		t.Errorf("%s: %v, want %d containing %q", what, err, status, want)
 	}
 }
@@ -125,7 +126,7 @@ func openaiStatus(t *testing.T, what string, err error, status int, param, want 
 func TestMediaShowProjector(t *testing.T) {
 	ts := startMediaServer(t)
 	ctx := context.Background()
-	show, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "vis"})
+	show, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "vis"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,11 +144,11 @@ func TestMediaShowProjector(t *testing.T) {
 	if strings.Count(show.Modelfile, "\nFROM ") != 2 || !strings.Contains(show.Modelfile, "vis.mmproj.gguf") {
 		t.Errorf("modelfile:\n%s", show.Modelfile)
 	}
-	text, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "stories"})
+	text, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "stories"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text.ProjectorInfo != nil || slices.ContainsFunc(text.Capabilities, func(c model.Capability) bool { return c == "vision" }) {
+	if text.ProjectorInfo != nil || slices.Contains(text.Capabilities, "vision") {
 		t.Errorf("stories: capabilities %v, projector_info %v", text.Capabilities, text.ProjectorInfo)
 	}
 	// The projector file is no model of its own.
@@ -176,11 +177,11 @@ func TestMediaTextOnlyModel(t *testing.T) {
 	want := `model "stories" does not support images`
 
 	// Ollama: /api/generate and /api/chat.
-	err := ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "stories", Prompt: "What is this?", Images: []ollama.ImageData{img}, Stream: ptr(false)},
-		func(ollama.GenerateResponse) error { return nil })
+	err := ts.Client.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "What is this?", Images: b64Images(img), Stream: ptr(false)},
+		func(api.GenerateResponse) error { return nil })
 	ollamaStatus(t, "generate", err, http.StatusBadRequest, want)
-	err = ts.Client.Chat(ctx, &ollama.ChatRequest{Model: "stories", Stream: ptr(false), Messages: []ollama.Message{{Role: "user", Content: "What is this?", Images: []ollama.ImageData{img}}}},
-		func(ollama.ChatResponse) error { return nil })
+	err = ts.Client.Chat(ctx, &api.ChatRequest{Model: "stories", Stream: ptr(false), Messages: []api.Message{{Role: "user", Content: "What is this?", Images: b64Images(img)}}},
+		func(api.ChatResponse) error { return nil })
 	ollamaStatus(t, "chat", err, http.StatusBadRequest, want)
 
 	// OpenAI: an image_url part.
@@ -229,23 +230,20 @@ func TestMediaBadImages(t *testing.T) {
 	img := testPNG(t)
 	corrupt := append(append([]byte{}, img[:20]...), bytes.Repeat([]byte{7}, 40)...)
 	gen := func(images ...[]byte) error {
-		var ims []ollama.ImageData
-		for _, b := range images {
-			ims = append(ims, b)
-		}
-		return ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "vis", Prompt: "What is this?", Images: ims, Stream: ptr(false)},
-			func(ollama.GenerateResponse) error { return nil })
+		ims := b64Images(images...)
+		return ts.Client.Generate(ctx, &api.GenerateRequest{Model: "vis", Prompt: "What is this?", Images: ims, Stream: ptr(false)},
+			func(api.GenerateResponse) error { return nil })
 	}
 	// Which image failed, and why, by its field.
 	ollamaStatus(t, "corrupt", gen(img, corrupt), http.StatusBadRequest, "images[1]: corrupt or truncated PNG image")
 	ollamaStatus(t, "huge", gen(hugePNG()), http.StatusBadRequest, "images[0]: PNG image is 100000×100000 pixels: width and height must be at most 8192 (the vision encoder's limit)")
 	ollamaStatus(t, "not an image", gen([]byte("hello, world")), http.StatusBadRequest, "images[0]: unsupported image format")
 	ollamaStatus(t, "too many", gen(img, img, img), http.StatusBadRequest, "too many images: the request has 3 images and audio clips, at most 2 are allowed")
-	err := ts.Client.Chat(ctx, &ollama.ChatRequest{Model: "vis", Stream: ptr(false), Messages: []ollama.Message{
-		{Role: "user", Content: "a", Images: []ollama.ImageData{img}},
+	err := ts.Client.Chat(ctx, &api.ChatRequest{Model: "vis", Stream: ptr(false), Messages: []api.Message{
+		{Role: "user", Content: "a", Images: b64Images(img)},
 		{Role: "assistant", Content: "b"},
-		{Role: "user", Content: "c", Images: []ollama.ImageData{corrupt}},
-	}}, func(ollama.ChatResponse) error { return nil })
+		{Role: "user", Content: "c", Images: b64Images(corrupt)},
+	}}, func(api.ChatResponse) error { return nil })
 	ollamaStatus(t, "chat corrupt", err, http.StatusBadRequest, "messages[2].images[0]: corrupt or truncated PNG image")
 
 	// A data URL whose type is not its content's, in Ollama's images.
@@ -310,30 +308,30 @@ func TestMediaCreateWithProjector(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := fmt.Sprintf("sha256:%x", sha256.Sum256(b))
-		if err := ts.Client.CreateBlob(ctx, d, bytes.NewReader(b)); err != nil {
+		if err := ts.Client.CreateBlob(ctx, d, bytes.NewReader(b), int64(len(b))); err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
 	md, pd := upload(modelPath), upload(projPath)
 	// "a-mmproj.gguf" sorts before "model.gguf".
-	err := ts.Client.Create(ctx, &ollama.CreateRequest{Model: "uploaded", Files: map[string]string{"a-mmproj.gguf": pd, "model.gguf": md}},
-		func(ollama.ProgressResponse) error { return nil })
+	err := ts.Client.Create(ctx, &api.CreateRequest{Model: "uploaded", Files: map[string]string{"a-mmproj.gguf": pd, "model.gguf": md}},
+		func(api.ProgressResponse) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	show, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "uploaded"})
+	show, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "uploaded"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(show.Capabilities, model.Capability("vision")) || show.ProjectorInfo["clip.projector_type"] != "mlp" || show.Details.Family != "llama" {
+	if !slices.Contains(show.Capabilities, "vision") || show.ProjectorInfo["clip.projector_type"] != "mlp" || show.Details.Family != "llama" {
 		t.Errorf("uploaded: capabilities %v, projector_info %v, details %+v", show.Capabilities, show.ProjectorInfo, show.Details)
 	}
 	if strings.Count(show.Modelfile, "\nFROM ") != 2 {
 		t.Errorf("modelfile:\n%s", show.Modelfile)
 	}
-	err = ts.Client.Create(ctx, &ollama.CreateRequest{Model: "projonly", Files: map[string]string{"mmproj.gguf": pd}},
-		func(ollama.ProgressResponse) error { return nil })
+	err = ts.Client.Create(ctx, &api.CreateRequest{Model: "projonly", Files: map[string]string{"mmproj.gguf": pd}},
+		func(api.ProgressResponse) error { return nil })
 	ollamaStatus(t, "projector alone", err, http.StatusBadRequest, "the first FROM must be a language model")
 }
 

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -31,8 +31,8 @@ func TestModelFileChangedAfterLoad(t *testing.T) {
 	ts := serveForTest(t, srv)
 	gen := func() (string, error) {
 		var out string
-		err := ts.Client.Generate(context.Background(), &ollama.GenerateRequest{Model: "m", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(12)},
-			func(r ollama.GenerateResponse) error { out = r.Response; return nil })
+		err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "m", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(12)},
+			func(r api.GenerateResponse) error { out = r.Response; return nil })
 		return out, err
 	}
 	story, err := gen()
@@ -63,16 +63,16 @@ func TestModelFileChangedAfterLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = gen()
-	var se ollama.StatusError
+	var se client.StatusError
 	if !asStatus(err, &se) || se.StatusCode != 400 {
 		t.Fatalf("truncated model: %v", err)
 	}
 	// (The idle instance of the previous version stays until its
 	// keep_alive ends: the store refuses the name before the scheduler is
 	// asked, so no request reaches it, and unloading it is only an unmap.)
-	var chat ollama.ChatResponse
-	if err := ts.Client.Chat(context.Background(), &ollama.ChatRequest{Model: "bigram", Messages: []ollama.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
-		func(r ollama.ChatResponse) error { chat = r; return nil }); err != nil || chat.Message.Content != testmodels.BigramAnswer {
+	var chat api.ChatResponse
+	if err := ts.Client.Chat(context.Background(), &api.ChatRequest{Model: "bigram", Messages: []api.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
+		func(r api.ChatResponse) error { chat = r; return nil }); err != nil || chat.Message.Content != testmodels.BigramAnswer {
 		t.Fatalf("another model after the truncation: %v %q", err, chat.Message.Content)
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -47,24 +48,24 @@ func TestModelLifecycle(t *testing.T) {
 	}
 
 	// Create from an uploaded GGUF with parameters, a system prompt and a
-	// template, as the official client does (blobs first, then create).
+	// template, as Ollama's clients do (blobs first, then create).
 	digest, data := fileDigest(t, testmodels.Testdata("stories260K.gguf"))
-	if err := ts.Client.CreateBlob(ctx, digest, strings.NewReader(string(data))); err != nil {
+	if err := ts.Client.CreateBlob(ctx, digest, bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
 	var statuses []string
-	err = ts.Client.Create(ctx, &ollama.CreateRequest{
+	err = ts.Client.Create(ctx, &api.CreateRequest{
 		Model: "mystories", Files: map[string]string{"stories260K.gguf": digest},
 		System: "Tell a story.", Parameters: map[string]any{"temperature": 0, "num_predict": 12, "stop": []string{"Lily"}},
 		License: "MIT",
-	}, func(p ollama.ProgressResponse) error { statuses = append(statuses, p.Status); return nil })
+	}, func(p api.ProgressResponse) error { statuses = append(statuses, p.Status); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if statuses[len(statuses)-1] != "success" {
 		t.Fatalf("create statuses %v", statuses)
 	}
-	show, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "mystories"})
+	show, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "mystories"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,9 +78,9 @@ func TestModelLifecycle(t *testing.T) {
 		t.Fatal("vocabulary shown without verbose")
 	}
 	// The model's parameters apply: greedy, 12 tokens at most, stop at "Lily".
-	var got ollama.GenerateResponse
-	err = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "mystories", Prompt: "Once upon a time", Raw: true, Stream: ptr(false)},
-		func(r ollama.GenerateResponse) error { got = r; return nil })
+	var got api.GenerateResponse
+	err = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "mystories", Prompt: "Once upon a time", Raw: true, Stream: ptr(false)},
+		func(r api.GenerateResponse) error { got = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,22 +88,22 @@ func TestModelLifecycle(t *testing.T) {
 		t.Fatalf("model parameters not applied: %q %s", got.Response, got.DoneReason)
 	}
 	// Copy, then delete the original: the copy still works.
-	if err := ts.Client.Copy(ctx, &ollama.CopyRequest{Source: "mystories", Destination: "tales:v2"}); err != nil {
+	if err := ts.Client.Copy(ctx, &api.CopyRequest{Source: "mystories", Destination: "tales:v2"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.Client.Delete(ctx, &ollama.DeleteRequest{Model: "mystories"}); err != nil {
+	if err := ts.Client.Delete(ctx, &api.DeleteRequest{Model: "mystories"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "mystories"}); err == nil {
+	if _, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "mystories"}); err == nil {
 		t.Fatal("deleted model still shown")
 	}
-	err = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "tales:v2", Prompt: "Once upon a time", Raw: true, Stream: ptr(false)},
-		func(r ollama.GenerateResponse) error { got = r; return nil })
+	err = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "tales:v2", Prompt: "Once upon a time", Raw: true, Stream: ptr(false)},
+		func(r api.GenerateResponse) error { got = r; return nil })
 	if err != nil || got.Response != ", there was a little girl named " {
 		t.Fatalf("copy: %v %q", err, got.Response)
 	}
 	// A whole Modelfile (Tadpole's extra) FROM an existing model.
-	err = ts.Client.Create(ctx, &ollama.CreateRequest{Model: "short", From: "tales:v2", Parameters: map[string]any{"num_predict": 3}}, func(ollama.ProgressResponse) error { return nil })
+	err = ts.Client.Create(ctx, &api.CreateRequest{Model: "short", From: "tales:v2", Parameters: map[string]any{"num_predict": 3}}, func(api.ProgressResponse) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,36 +113,36 @@ func TestModelLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	sd, sdata := fileDigest(t, small)
-	if err := ts.Client.CreateBlob(ctx, sd, strings.NewReader(string(sdata))); err != nil {
+	if err := ts.Client.CreateBlob(ctx, sd, bytes.NewReader(sdata), int64(len(sdata))); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.Client.Create(ctx, &ollama.CreateRequest{Model: "small-q8", Files: map[string]string{"s.gguf": sd}, Quantize: "q8_0"}, func(ollama.ProgressResponse) error { return nil }); err != nil {
+	if err := ts.Client.Create(ctx, &api.CreateRequest{Model: "small-q8", Files: map[string]string{"s.gguf": sd}, Quantize: "q8_0"}, func(api.ProgressResponse) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if show, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "small-q8"}); err != nil || show.Details.QuantizationLevel != "Q8_0" {
+	if show, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "small-q8"}); err != nil || show.Details.QuantizationLevel != "Q8_0" {
 		t.Fatalf("quantized: %v %+v", err, show.Details)
 	}
 	// Bad input.
 	for _, tc := range []struct {
-		req  *ollama.CreateRequest
+		req  *api.CreateRequest
 		code int
 	}{
-		{&ollama.CreateRequest{Model: "x", From: "/etc/passwd"}, 400},
-		{&ollama.CreateRequest{Model: "x", From: "nope"}, 400},
-		{&ollama.CreateRequest{Model: "x", Files: map[string]string{"a": "sha256:" + strings.Repeat("0", 64)}}, 400},
-		{&ollama.CreateRequest{Model: "x", From: "tales:v2", Parameters: map[string]any{"tempurature": 1}}, 400},
-		{&ollama.CreateRequest{Model: "../x", From: "tales:v2"}, 400},
+		{&api.CreateRequest{Model: "x", From: "/etc/passwd"}, 400},
+		{&api.CreateRequest{Model: "x", From: "nope"}, 400},
+		{&api.CreateRequest{Model: "x", Files: map[string]string{"a": "sha256:" + strings.Repeat("0", 64)}}, 400},
+		{&api.CreateRequest{Model: "x", From: "tales:v2", Parameters: map[string]any{"tempurature": 1}}, 400},
+		{&api.CreateRequest{Model: "../x", From: "tales:v2"}, 400},
 	} {
-		err := ts.Client.Create(ctx, tc.req, func(ollama.ProgressResponse) error { return nil })
-		var se ollama.StatusError
+		err := ts.Client.Create(ctx, tc.req, func(api.ProgressResponse) error { return nil })
+		var se client.StatusError
 		if !asStatus(err, &se) || se.StatusCode != tc.code {
 			t.Errorf("create %+v: %v", tc.req, err)
 		}
 	}
-	if err := ts.Client.CreateBlob(ctx, "sha256:"+strings.Repeat("1", 64), strings.NewReader("data")); err == nil {
+	if err := ts.Client.CreateBlob(ctx, "sha256:"+strings.Repeat("1", 64), strings.NewReader("data"), 4); err == nil {
 		t.Fatal("a blob with the wrong digest was accepted")
 	}
-	if err := ts.Client.Delete(ctx, &ollama.DeleteRequest{Model: "nope"}); err == nil {
+	if err := ts.Client.Delete(ctx, &api.DeleteRequest{Model: "nope"}); err == nil {
 		t.Fatal("deleting an unknown model succeeded")
 	}
 }
@@ -155,8 +156,8 @@ func TestDeleteBusyModel(t *testing.T) {
 	go func() {
 		defer close(done)
 		n := 0
-		ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "stories", Prompt: "Once", Options: map[string]any{"num_predict": -1}},
-			func(ollama.GenerateResponse) error {
+		ts.Client.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once", Options: map[string]any{"num_predict": -1}},
+			func(api.GenerateResponse) error {
 				if n++; n == 1 {
 					close(started)
 				}
@@ -164,8 +165,8 @@ func TestDeleteBusyModel(t *testing.T) {
 			})
 	}()
 	<-started
-	err := ts.Client.Delete(context.Background(), &ollama.DeleteRequest{Model: "stories"})
-	var se ollama.StatusError
+	err := ts.Client.Delete(context.Background(), &api.DeleteRequest{Model: "stories"})
+	var se client.StatusError
 	if !asStatus(err, &se) || se.StatusCode != http.StatusConflict {
 		t.Fatalf("delete of a busy model: %v", err)
 	}
@@ -185,9 +186,9 @@ func TestPullPushFromLocalRegistry(t *testing.T) {
 	reg.PublishModel("library/chatty", "latest", data, "Be nice.")
 	ctx := context.Background()
 	name := reg.Host() + "/library/chatty"
-	var last ollama.ProgressResponse
+	var last api.ProgressResponse
 	sawBytes := false
-	err := ts.Client.Pull(ctx, &ollama.PullRequest{Model: name, Insecure: true}, func(p ollama.ProgressResponse) error {
+	err := ts.Client.Pull(ctx, &api.PullRequest{Model: name, Insecure: true}, func(p api.ProgressResponse) error {
 		if p.Total > 0 && p.Completed > 0 {
 			sawBytes = true
 		}
@@ -200,20 +201,20 @@ func TestPullPushFromLocalRegistry(t *testing.T) {
 	if last.Status != "success" || !sawBytes {
 		t.Fatalf("pull progress: last %+v, bytes seen %v", last, sawBytes)
 	}
-	var chat ollama.ChatResponse
-	err = ts.Client.Chat(ctx, &ollama.ChatRequest{Model: name, Messages: []ollama.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
-		func(r ollama.ChatResponse) error { chat = r; return nil })
+	var chat api.ChatResponse
+	err = ts.Client.Chat(ctx, &api.ChatRequest{Model: name, Messages: []api.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
+		func(r api.ChatResponse) error { chat = r; return nil })
 	if err != nil || chat.Message.Content != testmodels.BigramAnswer {
 		t.Fatalf("chat with the pulled model: %v %q", err, chat.Message.Content)
 	}
 	// Push a copy back under another name.
-	if err := ts.Client.Copy(ctx, &ollama.CopyRequest{Source: name, Destination: reg.Host() + "/me/chatty:v1"}); err != nil {
+	if err := ts.Client.Copy(ctx, &api.CopyRequest{Source: name, Destination: reg.Host() + "/me/chatty:v1"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.Client.Push(ctx, &ollama.PushRequest{Model: reg.Host() + "/me/chatty:v1", Insecure: true}, func(p ollama.ProgressResponse) error { last = p; return nil }); err != nil || last.Status != "success" {
+	if err := ts.Client.Push(ctx, &api.PullRequest{Model: reg.Host() + "/me/chatty:v1", Insecure: true}, func(p api.ProgressResponse) error { last = p; return nil }); err != nil || last.Status != "success" {
 		t.Fatalf("push: %v %+v", err, last)
 	}
-	if err := ts.Client.Pull(ctx, &ollama.PullRequest{Model: reg.Host() + "/library/missing", Insecure: true}, func(ollama.ProgressResponse) error { return nil }); err == nil {
+	if err := ts.Client.Pull(ctx, &api.PullRequest{Model: reg.Host() + "/library/missing", Insecure: true}, func(api.ProgressResponse) error { return nil }); err == nil {
 		t.Fatal("pulling a missing model succeeded")
 	}
 }
@@ -238,9 +239,9 @@ func TestOllamaLayoutStore(t *testing.T) {
 	if err != nil || len(list.Models) != 1 || list.Models[0].Name != "someone/tiny:q" || list.Models[0].Details.ParameterSize == "" {
 		t.Fatalf("list %v %+v", err, list)
 	}
-	var got ollama.GenerateResponse
-	err = ts.Client.Generate(context.Background(), &ollama.GenerateRequest{Model: "someone/tiny:q", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(30)},
-		func(r ollama.GenerateResponse) error { got = r; return nil })
+	var got api.GenerateResponse
+	err = ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "someone/tiny:q", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(30)},
+		func(r api.GenerateResponse) error { got = r; return nil })
 	if err != nil || !strings.HasPrefix(got.Response, storiesContinuation) {
 		t.Fatalf("%v %q", err, got.Response)
 	}
@@ -251,17 +252,17 @@ func TestAdapterRefused(t *testing.T) {
 	ts := startServer(t)
 	ctx := context.Background()
 	digest, data := fileDigest(t, testmodels.Testdata("stories260K.gguf"))
-	if err := ts.Client.CreateBlob(ctx, digest, strings.NewReader(string(data))); err != nil {
+	if err := ts.Client.CreateBlob(ctx, digest, bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
-	err := ts.Client.Create(ctx, &ollama.CreateRequest{Model: "withlora", From: "stories", Adapters: map[string]string{"lora.gguf": digest}},
-		func(ollama.ProgressResponse) error { return nil })
+	err := ts.Client.Create(ctx, &api.CreateRequest{Model: "withlora", From: "stories", Adapters: map[string]string{"lora.gguf": digest}},
+		func(api.ProgressResponse) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "withlora", Prompt: "Once", Options: greedyOpts(3)}, func(ollama.GenerateResponse) error { return nil })
-	var se ollama.StatusError
-	if !asStatus(err, &se) || se.StatusCode != 400 || !strings.Contains(se.ErrorMessage, "adapter") {
+	err = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "withlora", Prompt: "Once", Options: greedyOpts(3)}, func(api.GenerateResponse) error { return nil })
+	var se client.StatusError
+	if !asStatus(err, &se) || se.StatusCode != 400 || !strings.Contains(se.Message, "adapter") {
 		t.Fatalf("generate with an adapter: %v", err)
 	}
 }

@@ -9,15 +9,14 @@ import (
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
-// The prompt cache through a real server and the official Ollama client:
+// The prompt cache through a real server and an Ollama API client:
 // a conversation whose slot another took comes back with its prefix
 // restored (prompt_eval_count counts only what was prefilled) and the same
 // greedy answer as a server without the cache; after a restart over the
@@ -35,11 +34,11 @@ func TestServerPromptCache(t *testing.T) {
 	history := func(topic string) string {
 		return strings.Repeat("Once upon a time there was a little "+topic+" who lived in a big house. ", 8)
 	}
-	ask := func(ts *testServer, prompt string) ollama.GenerateResponse {
+	ask := func(ts *testServer, prompt string) api.GenerateResponse {
 		t.Helper()
-		var last ollama.GenerateResponse
-		err := ts.Client.Generate(context.Background(), &ollama.GenerateRequest{Model: "stories", Prompt: prompt, Raw: true, Stream: ptr(false),
-			Options: map[string]any{"temperature": 0, "num_predict": 16}}, func(r ollama.GenerateResponse) error { last = r; return nil })
+		var last api.GenerateResponse
+		err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "stories", Prompt: prompt, Raw: true, Stream: ptr(false),
+			Options: map[string]any{"temperature": 0, "num_predict": 16}}, func(r api.GenerateResponse) error { last = r; return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +65,7 @@ func TestServerPromptCache(t *testing.T) {
 	if m := metricsText(t, ts.URL); metricValue(m, "tadpole_prompt_cache_hits_total", `tier="ram"`) < 1 {
 		t.Errorf("/metrics shows no RAM hit:\n%s", grepLines(m, "prompt_cache"))
 	}
-	ps, err := ts.Client.ListRunning(context.Background())
+	ps, err := ts.Client.Ps(context.Background())
 	if err != nil || len(ps.Models) != 1 {
 		t.Fatalf("/api/ps: %+v %v", ps, err)
 	}

@@ -6,22 +6,24 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
 	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/auth"
+	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
-// keyClient is the official Ollama client of ts sending key.
-func keyClient(ts *testServer, key string) *ollama.Client {
-	u, _ := url.Parse(ts.URL)
-	return ollama.NewClient(u, &http.Client{Transport: bearer{key}})
+// keyClient is an Ollama API client of ts sending key.
+func keyClient(ts *testServer, key string) *client.Client {
+	c, err := client.New(ts.URL, &http.Client{Transport: bearer{key}})
+	if err != nil {
+		panic(err)
+	}
+	return c
 }
 
 // bearer adds an API key to every request.
@@ -73,25 +75,25 @@ func TestAdminScope(t *testing.T) {
 	if err != nil || len(list.Models) != 1 || list.Models[0].Name != "stories:latest" {
 		t.Fatalf("models after refused management: %+v %v", list, err)
 	}
-	// The official client with an inference key: generation works, a
+	// The Ollama API client with an inference key: generation works, a
 	// copy is refused with the server's message.
 	user := keyClient(ts, "user-key")
-	if err := user.Generate(ctx, &ollama.GenerateRequest{Model: "stories", Prompt: "Once", Stream: ptr(false), Options: greedyOpts(2)}, func(ollama.GenerateResponse) error { return nil }); err != nil {
+	if err := user.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once", Stream: ptr(false), Options: greedyOpts(2)}, func(api.GenerateResponse) error { return nil }); err != nil {
 		t.Fatalf("generate with an inference key: %v", err)
 	}
-	var se ollama.StatusError
-	if err := user.Copy(ctx, &ollama.CopyRequest{Source: "stories", Destination: "copied"}); !errors.As(err, &se) || se.StatusCode != 403 {
+	var se *client.StatusError
+	if err := user.Copy(ctx, &api.CopyRequest{Source: "stories", Destination: "copied"}); !errors.As(err, &se) || se.StatusCode != 403 {
 		t.Fatalf("copy with an inference key: %v", err)
 	}
 	// An admin key manages models (and generates).
 	admin := keyClient(ts, "admin-key")
-	if err := admin.Copy(ctx, &ollama.CopyRequest{Source: "stories", Destination: "copied"}); err != nil {
+	if err := admin.Copy(ctx, &api.CopyRequest{Source: "stories", Destination: "copied"}); err != nil {
 		t.Fatalf("copy with an admin key: %v", err)
 	}
-	if err := admin.Delete(ctx, &ollama.DeleteRequest{Model: "copied"}); err != nil {
+	if err := admin.Delete(ctx, &api.DeleteRequest{Model: "copied"}); err != nil {
 		t.Fatalf("delete with an admin key: %v", err)
 	}
-	if err := admin.Generate(ctx, &ollama.GenerateRequest{Model: "stories", Prompt: "Once", Stream: ptr(false), Options: greedyOpts(2)}, func(ollama.GenerateResponse) error { return nil }); err != nil {
+	if err := admin.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once", Stream: ptr(false), Options: greedyOpts(2)}, func(api.GenerateResponse) error { return nil }); err != nil {
 		t.Fatalf("generate with an admin key: %v", err)
 	}
 }

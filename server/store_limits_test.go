@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -212,11 +212,11 @@ func TestDiskLimits(t *testing.T) {
 		t.Errorf("refused writes left %v", after)
 	}
 	// Streamed, the refusal is the stream's error line.
-	err := ts.Client.Pull(context.Background(), &ollama.PullRequest{Model: reg.Host() + "/library/tiny", Insecure: true}, func(ollama.ProgressResponse) error { return nil })
+	err := ts.Client.Pull(context.Background(), &api.PullRequest{Model: reg.Host() + "/library/tiny", Insecure: true}, func(api.ProgressResponse) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "--min-free-disk") {
 		t.Errorf("streamed pull below the floor: %v", err)
 	}
-	var se ollama.StatusError
+	var se *client.StatusError
 	if errors.As(err, &se) && se.StatusCode == http.StatusInternalServerError {
 		t.Errorf("streamed pull: %v", err)
 	}

@@ -12,17 +12,16 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -67,7 +66,7 @@ func servedSerial(resp *http.Response) int64 {
 	return resp.TLS.PeerCertificates[0].SerialNumber.Int64()
 }
 
-// HTTPS natively: TLS 1.2 or later, HTTP/2, the official client, and a
+// HTTPS natively: TLS 1.2 or later, HTTP/2, an Ollama API client, and a
 // certificate reload that new connections see while open ones go on.
 func TestTLS(t *testing.T) {
 	dir := t.TempDir()
@@ -87,18 +86,20 @@ func TestTLS(t *testing.T) {
 	srv := New(Config{ModelsDir: models, Sched: sched.Config{Threads: 1, NumCtx: 256, FlashAttn: engine.FlashAttentionOn}, TLS: cert.TLSConfig()})
 	ts := serveForTest(t, srv)
 	base := strings.Replace(ts.URL, "http://", "https://", 1)
-	u, _ := url.Parse(base)
 
-	// The official client over HTTPS, on HTTP/2.
+	// An Ollama API client over HTTPS, on HTTP/2.
 	old := httpsClient(certA, certB)
-	oc := ollama.NewClient(u, old)
+	oc, err := client.New(base, old)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	list, err := oc.List(ctx)
 	if err != nil || len(list.Models) != 1 {
 		t.Fatalf("list over https: %+v %v", list, err)
 	}
 	var got string
-	err = oc.Generate(ctx, &ollama.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: greedyOpts(5)}, func(r ollama.GenerateResponse) error {
+	err = oc.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: greedyOpts(5)}, func(r api.GenerateResponse) error {
 		got += r.Response
 		return nil
 	})
@@ -159,6 +160,6 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("the open connection was replaced: certificate %d, %s", servedSerial(resp), resp.Proto)
 	}
 	if _, err := oc.List(ctx); err != nil {
-		t.Fatalf("the official client after the reload: %v", err)
+		t.Fatalf("the client after the reload: %v", err)
 	}
 }

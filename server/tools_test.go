@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,13 +11,14 @@ import (
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -39,8 +41,8 @@ func startToolServer(t *testing.T) *testServer {
 const weatherTool = `{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
 	"parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}`
 
-func ollamaWeatherTool(t *testing.T) ollama.Tool {
-	var tool ollama.Tool
+func ollamaWeatherTool(t *testing.T) api.Tool {
+	var tool api.Tool
 	if err := json.Unmarshal([]byte(weatherTool), &tool); err != nil {
 		t.Fatal(err)
 	}
@@ -53,13 +55,13 @@ func ollamaWeatherTool(t *testing.T) ollama.Tool {
 func TestOllamaToolCalling(t *testing.T) {
 	ts := startToolServer(t)
 	ctx := context.Background()
-	msgs := []ollama.Message{{Role: "user", Content: "What is the weather in Paris?"}}
+	msgs := []api.Message{{Role: "user", Content: "What is the weather in Paris?"}}
 	for _, stream := range []bool{false, true} {
 		var content, thinking strings.Builder
-		var calls []ollama.ToolCall
-		err := ts.Client.Chat(ctx, &ollama.ChatRequest{
-			Model: "script", Messages: msgs, Tools: ollama.Tools{ollamaWeatherTool(t)}, Stream: ptr(stream), Options: greedyOpts(40),
-		}, func(r ollama.ChatResponse) error {
+		var calls []api.ToolCall
+		err := ts.Client.Chat(ctx, &api.ChatRequest{
+			Model: "script", Messages: msgs, Tools: []api.Tool{ollamaWeatherTool(t)}, Stream: ptr(stream), Options: greedyOpts(40),
+		}, func(r api.ChatResponse) error {
 			if strings.Contains(r.Message.Content, "<") {
 				t.Errorf("markup in content chunk %q", r.Message.Content)
 			}
@@ -75,23 +77,28 @@ func TestOllamaToolCalling(t *testing.T) {
 			t.Fatalf("stream %v: content %q thinking %q calls %+v", stream, content.String(), thinking.String(), calls)
 		}
 		c := calls[0].Function
-		if c.Name != testmodels.ScriptTool || c.Arguments.String() != `{"city":"Paris"}` && c.Arguments.String() != testmodels.ScriptArguments {
-			t.Fatalf("call %s(%s)", c.Name, c.Arguments.String())
+		var args bytes.Buffer
+		if err := json.Compact(&args, c.Arguments); err != nil {
+			t.Fatalf("arguments %s: %v", c.Arguments, err)
 		}
-		if city, _ := c.Arguments.Get("city"); city != "Paris" {
-			t.Fatalf("arguments %s", c.Arguments.String())
+		if c.Name != testmodels.ScriptTool || args.String() != `{"city":"Paris"}` && args.String() != testmodels.ScriptArguments {
+			t.Fatalf("call %s(%s)", c.Name, args.String())
+		}
+		var m map[string]any
+		if json.Unmarshal(c.Arguments, &m); m["city"] != "Paris" {
+			t.Fatalf("arguments %s", args.String())
 		}
 		if stream {
 			// The tool result goes back; the model answers from it.
 			msgs = append(msgs,
-				ollama.Message{Role: "assistant", Thinking: thinking.String(), ToolCalls: calls},
-				ollama.Message{Role: "tool", Content: "sunny, 22 °C", ToolName: c.Name})
+				api.Message{Role: "assistant", Thinking: thinking.String(), ToolCalls: calls},
+				api.Message{Role: "tool", Content: "sunny, 22 °C", ToolName: c.Name})
 		}
 	}
-	var final ollama.ChatResponse
-	err := ts.Client.Chat(ctx, &ollama.ChatRequest{
-		Model: "script", Messages: msgs, Tools: ollama.Tools{ollamaWeatherTool(t)}, Stream: ptr(false), Options: greedyOpts(40),
-	}, func(r ollama.ChatResponse) error { final = r; return nil })
+	var final api.ChatResponse
+	err := ts.Client.Chat(ctx, &api.ChatRequest{
+		Model: "script", Messages: msgs, Tools: []api.Tool{ollamaWeatherTool(t)}, Stream: ptr(false), Options: greedyOpts(40),
+	}, func(r api.ChatResponse) error { final = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +108,11 @@ func TestOllamaToolCalling(t *testing.T) {
 
 	// think false: the template switches thinking off; the call comes at
 	// once and no thinking is returned.
-	var got ollama.ChatResponse
-	err = ts.Client.Chat(ctx, &ollama.ChatRequest{
-		Model: "script", Messages: msgs[:1], Tools: ollama.Tools{ollamaWeatherTool(t)}, Stream: ptr(false), Options: greedyOpts(40),
-		Think: &ollama.ThinkValue{Value: false},
-	}, func(r ollama.ChatResponse) error { got = r; return nil })
+	var got api.ChatResponse
+	err = ts.Client.Chat(ctx, &api.ChatRequest{
+		Model: "script", Messages: msgs[:1], Tools: []api.Tool{ollamaWeatherTool(t)}, Stream: ptr(false), Options: greedyOpts(40),
+		Think: json.RawMessage("false"),
+	}, func(r api.ChatResponse) error { got = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +120,8 @@ func TestOllamaToolCalling(t *testing.T) {
 		t.Fatalf("think false: %+v", got.Message)
 	}
 	// Without tools the call is not parsed: it stays text.
-	err = ts.Client.Chat(ctx, &ollama.ChatRequest{Model: "script", Messages: msgs[:1], Stream: ptr(false), Options: greedyOpts(40)},
-		func(r ollama.ChatResponse) error { got = r; return nil })
+	err = ts.Client.Chat(ctx, &api.ChatRequest{Model: "script", Messages: msgs[:1], Stream: ptr(false), Options: greedyOpts(40)},
+		func(r api.ChatResponse) error { got = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,9 +129,9 @@ func TestOllamaToolCalling(t *testing.T) {
 		t.Fatalf("no tools: %+v", got.Message)
 	}
 	// /api/generate splits thinking off too.
-	var gen ollama.GenerateResponse
-	err = ts.Client.Generate(ctx, &ollama.GenerateRequest{Model: "script", Prompt: "Hi", Stream: ptr(true), Options: greedyOpts(40)},
-		func(r ollama.GenerateResponse) error {
+	var gen api.GenerateResponse
+	err = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "script", Prompt: "Hi", Stream: ptr(true), Options: greedyOpts(40)},
+		func(r api.GenerateResponse) error {
 			gen.Response += r.Response
 			gen.Thinking += r.Thinking
 			return nil
@@ -133,7 +140,7 @@ func TestOllamaToolCalling(t *testing.T) {
 		t.Fatalf("generate: %q thinking %q (%v)", gen.Response, gen.Thinking, err)
 	}
 	// /api/show lists what the template implies.
-	show, err := ts.Client.Show(ctx, &ollama.ShowRequest{Model: "script"})
+	show, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "script"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,10 +148,10 @@ func TestOllamaToolCalling(t *testing.T) {
 		t.Fatalf("capabilities %s", caps)
 	}
 	// A model without thinking refuses think: true, as Ollama does.
-	err = ts.Client.Chat(ctx, &ollama.ChatRequest{Model: "bigram", Messages: msgs[:1], Stream: ptr(false), Think: &ollama.ThinkValue{Value: true}},
-		func(ollama.ChatResponse) error { return nil })
-	var se ollama.StatusError
-	if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.ErrorMessage, "does not support thinking") {
+	err = ts.Client.Chat(ctx, &api.ChatRequest{Model: "bigram", Messages: msgs[:1], Stream: ptr(false), Think: json.RawMessage("true")},
+		func(api.ChatResponse) error { return nil })
+	var se client.StatusError
+	if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.Message, "does not support thinking") {
 		t.Fatalf("think on a model without thinking: %v", err)
 	}
 }
@@ -305,19 +312,19 @@ func TestToolAndTemplateErrors(t *testing.T) {
 	ctx := context.Background()
 	var params shared.FunctionParameters
 	json.Unmarshal([]byte(`{"type": "object", "properties": {"city": {"type": 5}}}`), &params)
-	client := oaClient(ts)
-	_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+	oa := oaClient(ts)
+	_, err := oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 		Model: "script", Messages: user("Hi"),
 		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "f", Parameters: params})},
 	})
 	asAPIError(t, err, http.StatusBadRequest, "", "tools[0].function.parameters")
 
-	var tool ollama.Tool
+	var tool api.Tool
 	json.Unmarshal([]byte(`{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "required": "city"}}}`), &tool)
-	err = ts.Client.Chat(ctx, &ollama.ChatRequest{Model: "script", Messages: []ollama.Message{{Role: "user", Content: "Hi"}}, Tools: ollama.Tools{tool}},
-		func(ollama.ChatResponse) error { return nil })
-	var se ollama.StatusError
-	if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.ErrorMessage, "tools[0]") {
+	err = ts.Client.Chat(ctx, &api.ChatRequest{Model: "script", Messages: []api.Message{{Role: "user", Content: "Hi"}}, Tools: []api.Tool{tool}},
+		func(api.ChatResponse) error { return nil })
+	var se client.StatusError
+	if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.Message, "tools[0]") {
 		t.Fatalf("invalid tool schema: %v", err)
 	}
 
@@ -335,10 +342,10 @@ func TestToolAndTemplateErrors(t *testing.T) {
 	dir := filepath.Dir(path)
 	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 256, KeepAlive: time.Minute, Threads: 1}})
 	ts2 := serveForTest(t, srv)
-	err = ts2.Client.Chat(ctx, &ollama.ChatRequest{Model: "raises", Stream: ptr(false),
-		Messages: []ollama.Message{{Role: "system", Content: "S"}, {Role: "user", Content: "Hi"}}}, func(ollama.ChatResponse) error { return nil })
+	err = ts2.Client.Chat(ctx, &api.ChatRequest{Model: "raises", Stream: ptr(false),
+		Messages: []api.Message{{Role: "system", Content: "S"}, {Role: "user", Content: "Hi"}}}, func(api.ChatResponse) error { return nil })
 	if !asStatus(err, &se) || se.StatusCode != http.StatusInternalServerError ||
-		!strings.Contains(se.ErrorMessage, `"raises"`) || !strings.Contains(se.ErrorMessage, "System role not supported") {
+		!strings.Contains(se.Message, `"raises"`) || !strings.Contains(se.Message, "System role not supported") {
 		t.Fatalf("raising template: %v", err)
 	}
 }

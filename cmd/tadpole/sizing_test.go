@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	ollama "github.com/ollama/ollama/api"
-
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/client"
 )
 
 // Issue 24: serve with neither --parallel nor --context-length (nor their
@@ -30,18 +29,20 @@ func TestServeSizesFromMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, "--models", models, "--data-dir", filepath.Join(t.TempDir(), "data"), "--threads", "1")
-	u, _ := url.Parse(d.url)
-	client := ollama.NewClient(u, http.DefaultClient)
+	c, err := client.New(d.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	no := false
-	if err := client.Generate(ctx, &ollama.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Stream: &no,
-		Options: map[string]any{"num_predict": 4, "temperature": 0}}, func(ollama.GenerateResponse) error { return nil }); err != nil {
+	if err := c.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Stream: &no,
+		Options: map[string]any{"num_predict": 4, "temperature": 0}}, func(api.GenerateResponse) error { return nil }); err != nil {
 		t.Fatalf("generate: %v\n%s", err, d.log())
 	}
 
 	// /api/ps through the Ollama client (its fields intact), then
 	// Tadpole's extras from the raw answer.
-	ps, err := client.ListRunning(ctx)
+	ps, err := c.Ps(ctx)
 	if err != nil || len(ps.Models) != 1 {
 		t.Fatalf("ps: %+v %v", ps, err)
 	}
@@ -84,28 +85,28 @@ func TestServeSizesFromMemory(t *testing.T) {
 	tooLong := regexp.MustCompile(`prompt of (\d+) tokens does not fit the context of 2048 tokens`)
 	check := func(door string, err error) {
 		t.Helper()
-		var se ollama.StatusError
+		var se *client.StatusError
 		if !errors.As(err, &se) || se.StatusCode != http.StatusBadRequest {
 			t.Fatalf("%s: %v, want a 400", door, err)
 		}
-		sub := tooLong.FindStringSubmatch(se.ErrorMessage)
+		sub := tooLong.FindStringSubmatch(se.Message)
 		if sub == nil {
-			t.Fatalf("%s: %q names no sizes", door, se.ErrorMessage)
+			t.Fatalf("%s: %q names no sizes", door, se.Message)
 		}
 		if n, _ := strconv.Atoi(sub[1]); n <= 2048 {
 			t.Fatalf("%s: prompt of %d tokens", door, n)
 		}
-		t.Logf("%s: %s", door, se.ErrorMessage)
+		t.Logf("%s: %s", door, se.Message)
 	}
-	check("/api/generate", client.Generate(ctx, &ollama.GenerateRequest{Model: "stories", Prompt: long, Stream: &no, Truncate: &no,
-		Options: map[string]any{"num_predict": 4}}, func(ollama.GenerateResponse) error { return nil }))
-	check("/api/chat", client.Chat(ctx, &ollama.ChatRequest{Model: "stories", Messages: []ollama.Message{{Role: "user", Content: long}},
-		Stream: &no, Truncate: &no, Options: map[string]any{"num_predict": 4}}, func(ollama.ChatResponse) error { return nil }))
+	check("/api/generate", c.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: long, Stream: &no, Truncate: &no,
+		Options: map[string]any{"num_predict": 4}}, func(api.GenerateResponse) error { return nil }))
+	check("/api/chat", c.Chat(ctx, &api.ChatRequest{Model: "stories", Messages: []api.Message{{Role: "user", Content: long}},
+		Stream: &no, Truncate: &no, Options: map[string]any{"num_predict": 4}}, func(api.ChatResponse) error { return nil }))
 	// Without truncate:false Ollama's behaviour stays: the prompt is cut
 	// to the context and the answer comes.
-	var got ollama.GenerateResponse
-	if err := client.Generate(ctx, &ollama.GenerateRequest{Model: "stories", Prompt: long, Stream: &no,
-		Options: map[string]any{"num_predict": 4}}, func(r ollama.GenerateResponse) error { got = r; return nil }); err != nil || !got.Done || got.PromptEvalCount >= 2048 {
+	var got api.GenerateResponse
+	if err := c.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: long, Stream: &no,
+		Options: map[string]any{"num_predict": 4}}, func(r api.GenerateResponse) error { got = r; return nil }); err != nil || !got.Done || got.PromptEvalCount >= 2048 {
 		b, _ := json.Marshal(got)
 		t.Fatalf("truncated: %v %s", err, b)
 	}

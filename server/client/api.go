@@ -102,3 +102,26 @@ func (c *Client) CreateBlob(ctx context.Context, digest string, r io.Reader, siz
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.Body.Close()
 }
+
+// Heartbeat asks HEAD / whether the server is up.
+func (c *Client) Heartbeat(ctx context.Context) error {
+	resp, err := c.request(ctx, http.MethodHead, "/", nil)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+// Embed asks POST /api/embed for the embeddings of req.Input (a JSON
+// string or list of strings).
+func (c *Client) Embed(ctx context.Context, req *api.EmbedRequest) (*api.EmbedResponse, error) {
+	var v api.EmbedResponse
+	return &v, c.do(ctx, http.MethodPost, "/api/embed", req, &v)
+}
+
+// Embeddings asks the legacy POST /api/embeddings for one prompt's
+// embedding.
+func (c *Client) Embeddings(ctx context.Context, req *api.EmbeddingRequest) (*api.EmbeddingResponse, error) {
+	var v api.EmbeddingResponse
+	return &v, c.do(ctx, http.MethodPost, "/api/embeddings", req, &v)
+}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -108,6 +109,20 @@ func TestErrorsAndStreams(t *testing.T) {
 			io.WriteString(w, `{"model":"m","response":"all of it","done":true,"eval_count":3}`)
 		},
 		"HEAD /api/blobs/sha256:aa": func(w http.ResponseWriter, r *http.Request) {},
+		"HEAD /":                    func(w http.ResponseWriter, r *http.Request) {},
+		"POST /api/embed": func(w http.ResponseWriter, r *http.Request) {
+			var req api.EmbedRequest
+			if json.NewDecoder(r.Body).Decode(&req) != nil || string(req.Input) != `["a","b"]` {
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, `{"error":"bad input"}`)
+				return
+			}
+			io.WriteString(w, `{"model":"m","embeddings":[[0.5,1],[2,3]],"prompt_eval_count":2}`)
+		},
+		"POST /api/embeddings": func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"error":"server busy"}`)
+		},
 		"POST /api/blobs/sha256:bb": func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
 			if string(b) != "blob" || r.ContentLength != 4 {
@@ -148,6 +163,23 @@ func TestErrorsAndStreams(t *testing.T) {
 			t.Errorf("HasBlob(%s) = %v, %v", digest, has, err)
 		}
 	}
+	if err := c.Heartbeat(ctx); err != nil {
+		t.Errorf("heartbeat: %v", err)
+	}
+	emb, err := c.Embed(ctx, &api.EmbedRequest{Model: "m", Input: json.RawMessage(`["a","b"]`)})
+	if err != nil || len(emb.Embeddings) != 2 || emb.Embeddings[1][0] != 2 || emb.PromptEvalCount != 2 {
+		t.Errorf("embed: %v %+v", err, emb)
+	}
+	_, err = c.Embed(ctx, &api.EmbedRequest{Model: "m", Input: json.RawMessage(`"a"`)})
+	var se *StatusError
+	if !errors.As(err, &se) || se.StatusCode != http.StatusBadRequest || se.Message != "bad input" {
+		t.Errorf("embed refused: %v", err)
+	}
+	_, err = c.Embeddings(ctx, &api.EmbeddingRequest{Model: "m", Prompt: "a"})
+	if !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable || err.Error() != "server busy" {
+		t.Errorf("embeddings refused: %v", err)
+	}
+
 	if err := c.CreateBlob(ctx, "sha256:bb", strings.NewReader("blob"), 4); err != nil {
 		t.Errorf("CreateBlob: %v", err)
 	}
