@@ -76,12 +76,6 @@ type answer struct {
 
 var errEnded = errors.New("generation ended without a result")
 
-// generationError is a failure after the generation started: a 500
-// api_error.
-func generationError(err error) *Error {
-	return &Error{Status: http.StatusInternalServerError, Message: "generation failed: " + err.Error(), Err: err}
-}
-
 // respond answers with the whole message as JSON.
 func (a *answer) respond(c echo.Context, st *infer.Stream) error {
 	col := &collector{content: []ContentBlock{}}
@@ -96,13 +90,13 @@ func (a *answer) respond(c echo.Context, st *infer.Stream) error {
 				continue
 			}
 			if ev.Err != nil {
-				return generationError(ev.Err)
+				return dialect.GenerationError(ev.Err)
 			}
 			b.end()
 			return c.JSON(http.StatusOK, a.message(col.content, ev, b.calls))
 		}
 		if err == io.EOF {
-			return generationError(errEnded)
+			return dialect.GenerationError(errEnded)
 		}
 		if err != nil {
 			return nil // the client went away: nobody to answer

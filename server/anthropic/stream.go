@@ -49,7 +49,7 @@ func (a *answer) stream(c echo.Context, st *infer.Stream, prompt int) error {
 				continue
 			}
 			if ev.Err != nil {
-				w.fail(generationError(ev.Err))
+				w.fail(dialect.GenerationError(ev.Err))
 				return nil
 			}
 			b.end()
@@ -64,7 +64,7 @@ func (a *answer) stream(c echo.Context, st *infer.Stream, prompt int) error {
 			return nil
 		}
 		if err != nil { // io.EOF before a final event
-			w.fail(generationError(errEnded))
+			w.fail(dialect.GenerationError(errEnded))
 			return nil
 		}
 	}

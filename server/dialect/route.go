@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"crypto/rand"
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -39,4 +40,34 @@ func NewID(prefix string) string {
 		b[i] = chars[int(b[i])%len(chars)]
 	}
 	return prefix + string(b)
+}
+
+// GenerationError is a failure after a generation started (the model's
+// decode failed): a 500 that says so.
+func GenerationError(err error) *Error {
+	return &Error{Status: http.StatusInternalServerError, Message: "generation failed: " + err.Error(), Err: err}
+}
+
+// OpenAIModelNotFound is OpenAI's answer for a model that does not exist.
+func OpenAIModelNotFound(model string) *Error {
+	return &Error{
+		Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
+		Message: fmt.Sprintf("The model '%s' does not exist or you do not have access to it.", model),
+	}
+}
+
+// OpenAICodes gives e, a generation path's error mapped to its status
+// (infer.HTTPError), OpenAI's codes and its words for an unknown model:
+// the chat, completions, embeddings and Responses doors answer alike.
+func OpenAICodes(e *Error, model string) *Error {
+	switch e.Status {
+	case http.StatusNotFound:
+		e.Param, e.Code = "model", "model_not_found"
+		if model != "" {
+			e.Message = OpenAIModelNotFound(model).Message
+		}
+	case http.StatusServiceUnavailable:
+		e.Code = "server_overloaded"
+	}
+	return e
 }

@@ -33,28 +33,13 @@ func notSupported(param, format string, args ...any) *Error {
 }
 
 // modelNotFound is OpenAI's 404 for a model that does not exist.
-func modelNotFound(model string) *Error {
-	return &Error{
-		Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
-		Message: fmt.Sprintf("The model '%s' does not exist or you do not have access to it.", model),
-	}
-}
+func modelNotFound(model string) *Error { return dialect.OpenAIModelNotFound(model) }
 
 // inferError maps the generation path's errors to OpenAI's: infer's
 // status and message, with OpenAI's codes and its words for an unknown
 // model.
 func inferError(err error, model string) *Error {
-	e := infer.HTTPError(err)
-	switch e.Status {
-	case http.StatusNotFound:
-		e.Param, e.Code = "model", "model_not_found"
-		if model != "" {
-			e.Message = modelNotFound(model).Message
-		}
-	case http.StatusServiceUnavailable:
-		e.Code = "server_overloaded"
-	}
-	return e
+	return dialect.OpenAICodes(infer.HTTPError(err), model)
 }
 
 // asError turns any error a handler or middleware returns into OpenAI's

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -118,7 +117,7 @@ func (g *gen) collect() ([]*result, error) {
 			r.logprobs = append(r.logprobs, x.ev.Logprobs...)
 			if x.ev.Done {
 				if x.ev.Err != nil {
-					return nil, generationError(x.ev.Err)
+					return nil, dialect.GenerationError(x.ev.Err)
 				}
 				r.final, r.done = x.ev, true
 			}
@@ -127,22 +126,18 @@ func (g *gen) collect() ([]*result, error) {
 			break
 		}
 		if err != nil {
-			return nil, generationError(err)
+			return nil, dialect.GenerationError(err)
 		}
 	}
 	for _, r := range res {
 		if !r.done {
-			return nil, generationError(errEnded)
+			return nil, dialect.GenerationError(errEnded)
 		}
 	}
 	return res, nil
 }
 
 var errEnded = errors.New("generation ended without a result")
-
-func generationError(err error) *Error {
-	return &Error{Status: http.StatusInternalServerError, Message: "generation failed: " + err.Error()}
-}
 
 // fingerprint is the system_fingerprint: it changes when the model does.
 func (g *gen) fingerprint() string {
@@ -234,7 +229,7 @@ func (g *gen) relay(s *sse, piece func(indexed) any, last func(i int, reason str
 				continue
 			}
 			if x.ev.Err != nil {
-				_ = s.fail(generationError(x.ev.Err))
+				_ = s.fail(dialect.GenerationError(x.ev.Err))
 				return nil, false
 			}
 			t.add(g, x.i, x.ev)
@@ -254,7 +249,7 @@ func (g *gen) relay(s *sse, piece func(indexed) any, last func(i int, reason str
 		}
 	}
 	if left > 0 {
-		_ = s.fail(generationError(errEnded))
+		_ = s.fail(dialect.GenerationError(errEnded))
 		return nil, false
 	}
 	return &t, true

@@ -2,7 +2,6 @@ package responses
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -48,15 +47,5 @@ func internal(err error) *dialect.Error {
 // inferError maps the generation path's errors to OpenAI's, as the chat
 // dialect does.
 func inferError(err error, model string) *dialect.Error {
-	e := infer.HTTPError(err)
-	switch e.Status {
-	case http.StatusNotFound:
-		e.Param, e.Code = "model", "model_not_found"
-		if model != "" {
-			e.Message = fmt.Sprintf("The model '%s' does not exist or you do not have access to it.", model)
-		}
-	case http.StatusServiceUnavailable:
-		e.Code = "server_overloaded"
-	}
-	return e
+	return dialect.OpenAICodes(infer.HTTPError(err), model)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -103,7 +102,7 @@ func (g *gen) relay(b *builder, flush func() error) (infer.Event, error) {
 			}
 			if ev.Done {
 				if ev.Err != nil {
-					return ev, generationError(ev.Err)
+					return ev, dialect.GenerationError(ev.Err)
 				}
 				return ev, nil
 			}
@@ -114,16 +113,12 @@ func (g *gen) relay(b *builder, flush func() error) (infer.Event, error) {
 			}
 		}
 		if errors.Is(err, io.EOF) {
-			return infer.Event{}, generationError(errors.New("generation ended without a result"))
+			return infer.Event{}, dialect.GenerationError(errors.New("generation ended without a result"))
 		}
 		if err != nil {
 			return infer.Event{}, err // the client went away
 		}
 	}
-}
-
-func generationError(err error) *dialect.Error {
-	return &dialect.Error{Status: http.StatusInternalServerError, Message: "generation failed: " + err.Error(), Err: err}
 }
 
 // complete fills the response from the builder and the final event.
