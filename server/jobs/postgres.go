@@ -133,24 +133,30 @@ func (b *pgBackend) claim(ctx context.Context) (*Job, string, error) {
 	s := b.s
 	// A job whose lease ran out MaxAttempts times (its server died
 	// running it each time) fails rather than take down one more server.
+	// Failing is final, so the lease must have run out by a whole lease
+	// more: a live server whose renewals lag (a busy machine) loses the
+	// job to a retry at worst, never to this.
 	res, err := s.db.ExecContext(ctx, `UPDATE jobs SET state = 'failed', finished_at = $1, lease_token = '', lease_until = NULL,
 		error = `+diedMessage+`
-		WHERE state = 'running' AND lease_until < now() AND attempts >= $2`, time.Now().UnixNano(), s.cfg.MaxAttempts)
+		WHERE state = 'running' AND lease_until < now() - $3::bigint * interval '1 millisecond' AND attempts >= $2`,
+		time.Now().UnixNano(), s.cfg.MaxAttempts, s.cfg.Lease.Milliseconds())
 	if err != nil {
 		return nil, "", err
 	}
 	if n, _ := res.RowsAffected(); n > 0 {
 		slog.Warn("jobs interrupted too often failed", "jobs", n)
 	}
-	filter, args := "", []any{time.Now().UnixNano(), newID(), s.cfg.Replica, s.cfg.Lease.Milliseconds()}
+	// A job at MaxAttempts whose lease ran out is not taken over: it
+	// fails above once the grace has passed.
+	filter, args := "", []any{time.Now().UnixNano(), newID(), s.cfg.Replica, s.cfg.Lease.Milliseconds(), s.cfg.MaxAttempts}
 	if b.models != nil {
-		filter, args = ` AND (model = '' OR model = ANY($5))`, append(args, b.models)
+		filter, args = ` AND (model = '' OR model = ANY($6))`, append(args, b.models)
 	}
 	var token string
 	j, err := scanJob(tailScanner{s.db.QueryRowContext(ctx, `UPDATE jobs SET state = 'running', started_at = $1, attempts = attempts + 1,
 			lease_token = $2, lease_owner = $3, lease_until = now() + $4::bigint * interval '1 millisecond'
 		WHERE seq = (SELECT seq FROM jobs
-			WHERE (state = 'queued' OR (state = 'running' AND lease_until < now()))`+filter+`
+			WHERE (state = 'queued' OR (state = 'running' AND lease_until < now() AND attempts < $5))`+filter+`
 			ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
 		RETURNING `+columns+`, lease_token`, args...), &token})
 	if errors.Is(err, sql.ErrNoRows) {
