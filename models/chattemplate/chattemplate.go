@@ -2,6 +2,7 @@ package chattemplate
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -96,10 +97,26 @@ func (t *Template) Render(in Input) (out string, err error) {
 		if err == errBreak || err == errContinue {
 			return "", fmt.Errorf("chat template: 'break' or 'continue' outside a loop")
 		}
+		if errors.Is(err, ErrLimit) {
+			return "", &LimitError{err: err, Steps: e.steps, Built: e.alloc, Output: b.Len()}
+		}
 		return "", err
 	}
 	return b.String(), nil
 }
+
+// LimitError is the error of a rendering stopped by a limit (it wraps
+// ErrLimit): what the rendering had done when it stopped, which the
+// limits bound whatever the machine's speed.
+type LimitError struct {
+	err    error
+	Steps  int64 // statements run, loop iterations and calls
+	Built  int   // bytes of strings and list slots built
+	Output int   // bytes rendered
+}
+
+func (e *LimitError) Error() string { return e.err.Error() }
+func (e *LimitError) Unwrap() error { return e.err }
 
 // context builds the variables a template sees, as transformers'
 // apply_chat_template passes them.

@@ -296,19 +296,18 @@ func TestFetchLimits(t *testing.T) {
 	_, err := f.Fetch(ctx, ts.URL+"/declared")
 	wantFetchErr(t, "Content-Length over the limit", err, fmt.Sprintf("the image is %d bytes, more than the %d allowed", limit+1, limit))
 
-	start := time.Now()
+	// Refused for its size as soon as the limit is passed, not for the
+	// 500 ms timeout (the error says which): no wall-clock bound, which a
+	// busy machine would break.
 	_, err = f.Fetch(ctx, ts.URL+"/endless")
 	wantFetchErr(t, "endless body", err, fmt.Sprintf("more than the %d bytes allowed", limit))
-	if d := time.Since(start); d > 400*time.Millisecond {
-		t.Errorf("endless body: refused after %v, want as soon as the limit is passed", d)
-	}
 
 	for _, p := range []string{"/slow-head", "/slow-body"} {
 		start := time.Now()
 		_, err = f.Fetch(ctx, ts.URL+p)
 		wantFetchErr(t, p, err, "no complete answer within 500ms")
-		if d := time.Since(start); d < 400*time.Millisecond || d > 2*time.Second {
-			t.Errorf("%s: gave up after %v, want about 500ms", p, d)
+		if d := time.Since(start); d < 400*time.Millisecond {
+			t.Errorf("%s: gave up after %v, before the 500ms timeout", p, d)
 		}
 	}
 	// The request's own context bounds the fetch too.
