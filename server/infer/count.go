@@ -39,6 +39,9 @@ func (s *Service) CountTokens(ctx context.Context, req *Request) (int, error) {
 // its Stats.EvalCount generated tokens: their text tells a dialect which
 // stop string ended a generation, which the event does not say.
 func (in *Instance) Text(tokens []engine.Token) string {
+	if in.text != nil {
+		return in.text(tokens)
+	}
 	return in.Model.Detokenize(tokens, false)
 }
 

@@ -156,6 +156,10 @@ type Service struct {
 	waiting atomic.Int64 // requests queued for a slot, over every model
 }
 
+// Limits are the service's MediaLimits: the dialects read them (the
+// image URL fetcher) through the interface they take of the service.
+func (s *Service) Limits() MediaLimits { return s.MediaLimits }
+
 // Instance is an acquired model instance; Release must be called once.
 type Instance struct {
 	*sched.Instance
@@ -173,6 +177,8 @@ type Instance struct {
 	// admit takes a place in the queue bound (Service.admit): embedding
 	// and rerank requests hold one while queued and computed.
 	admit func() (func(), error)
+	// text detokenizes in place of the engine's model (Scripted).
+	text func([]engine.Token) string
 }
 
 // queued runs f holding a place in the queue bound, or reports that

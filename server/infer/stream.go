@@ -39,7 +39,7 @@ type Event struct {
 // Cancelling the context given to Start ends the generation; nothing needs
 // to drain a stream.
 type Stream struct {
-	gen    *runner.Stream
+	gen    source
 	ctx    context.Context
 	parser *chatparse.Parser
 	model  string
@@ -51,6 +51,9 @@ type Stream struct {
 	prompt int
 	// decoding: the first event came (the in-flight phase is decode).
 	decoding bool
+	// script gives the deltas of a scripted stream (Scripted), already
+	// split; nil on the runner's.
+	script *script
 }
 
 // PromptTokens is the number of positions of the rendered prompt, its
@@ -59,7 +62,18 @@ type Stream struct {
 // message_start) reports.
 func (s *Stream) PromptTokens() int { return s.prompt }
 
-func newStream(ctx context.Context, gen *runner.Stream, out chatparse.Options, model string) *Stream {
+// source is what a Stream reads the generation's events from: the
+// runner's stream (*runner.Stream), or a script (Scripted) in the
+// dialects' own tests. One call per batch of events goes through it.
+type source interface {
+	Recv(ctx context.Context, dst []runner.Event) ([]runner.Event, error)
+	TryRecv(dst []runner.Event) ([]runner.Event, error)
+	Ready() <-chan struct{}
+}
+
+var _ source = (*runner.Stream)(nil)
+
+func newStream(ctx context.Context, gen source, out chatparse.Options, model string) *Stream {
 	return &Stream{gen: gen, ctx: ctx, parser: chatparse.NewParser(out), model: model}
 }
 
@@ -103,7 +117,12 @@ func (s *Stream) convert(dst []Event) []Event {
 		flight.Mark(s.ctx, flight.Decode, "")
 	}
 	for _, ev := range s.raw {
-		d := s.parser.Next(ev.Text, ev.Done)
+		var d chatparse.Delta
+		if s.script != nil {
+			d = s.script.delta()
+		} else {
+			d = s.parser.Next(ev.Text, ev.Done)
+		}
 		if ev.Done {
 			if s.done != nil {
 				s.done(ev)

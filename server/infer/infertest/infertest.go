@@ -1,0 +1,161 @@
+// Package infertest fakes the generation path at the dialects' boundary,
+// for their own fast tests (no engine, no model): Service answers the
+// calls a dialect makes of infer.Service, and its generations deliver
+// scripted events (infer.Scripted), the model's output already split
+// into content, thinking and tool calls, as infer's Stream hands them
+// over. The end-to-end tests in ./server run the dialects on the real
+// engine; these pin their wire shapes, error shapes and event order.
+package infertest
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
+	"github.com/tadpole-llm/tadpole/server/infer"
+)
+
+// Model is the name of the fake generations' instance.
+const Model = "fake:latest"
+
+// LoadDuration is the fake instance's load time.
+const LoadDuration = 250 * time.Millisecond
+
+// Generation is a generation on a fake instance (named Model, loaded in
+// LoadDuration, without an engine model) with one stream per script.
+// Its instance's Text reads each token as a byte (Tokens).
+func Generation(ctx context.Context, scripts ...[]infer.Event) *infer.Generation {
+	in := &infer.Instance{Name: Model, LoadDuration: LoadDuration}
+	return infer.Scripted(ctx, in, Text, scripts...)
+}
+
+// Service is a fake of what the dialects call of infer.Service. Its
+// zero value generates nothing useful: set Scripts (or Err).
+type Service struct {
+	// Scripts are the streams Generate starts, one per request given; a
+	// request past the last script gets the last one again.
+	Scripts [][]infer.Event
+	// Err, when set, is what Generate, Load and CountTokens return.
+	Err error
+	// OptionsErr, when set, is what ModelOptions(From) return (an
+	// unknown model: infer.Errorf(infer.NotFound, …)).
+	OptionsErr error
+	// PromptTokens is CountTokens' answer.
+	PromptTokens int
+	// Media is what Limits returns.
+	Media infer.MediaLimits
+
+	mu   sync.Mutex
+	reqs []*infer.Request
+}
+
+// Requests are the requests Generate, Load and CountTokens were given,
+// in order.
+func (s *Service) Requests() []*infer.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*infer.Request(nil), s.reqs...)
+}
+
+func (s *Service) record(reqs ...*infer.Request) {
+	s.mu.Lock()
+	s.reqs = append(s.reqs, reqs...)
+	s.mu.Unlock()
+}
+
+// Generate records reqs and returns Err, or a Generation with a stream
+// per request.
+func (s *Service) Generate(ctx context.Context, reqs ...*infer.Request) (*infer.Generation, error) {
+	s.record(reqs...)
+	if s.Err != nil {
+		return nil, s.Err
+	}
+	if len(reqs) == 0 {
+		return nil, infer.Errorf(infer.BadRequest, "no request to generate")
+	}
+	scripts := make([][]infer.Event, len(reqs))
+	for i := range reqs {
+		if len(s.Scripts) > 0 {
+			scripts[i] = s.Scripts[min(i, len(s.Scripts)-1)]
+		}
+	}
+	return Generation(ctx, scripts...), nil
+}
+
+// Load records req and returns Err, or a generation without streams.
+func (s *Service) Load(ctx context.Context, req *infer.Request) (*infer.Generation, error) {
+	s.record(req)
+	if s.Err != nil {
+		return nil, s.Err
+	}
+	return Generation(ctx), nil
+}
+
+// ModelOptions is ModelOptionsFrom Ollama's defaults.
+func (s *Service) ModelOptions(model string) (api.Options, error) {
+	return s.ModelOptionsFrom(model, api.DefaultOptions())
+}
+
+// ModelOptionsFrom returns base (the fake model has no parameters of
+// its own), or OptionsErr.
+func (s *Service) ModelOptionsFrom(model string, base api.Options) (api.Options, error) {
+	return base, s.OptionsErr
+}
+
+// CountTokens records req and returns PromptTokens, or Err.
+func (s *Service) CountTokens(ctx context.Context, req *infer.Request) (int, error) {
+	s.record(req)
+	return s.PromptTokens, s.Err
+}
+
+// Limits returns Media.
+func (s *Service) Limits() infer.MediaLimits { return s.Media }
+
+// Content is an event with content.
+func Content(text string) infer.Event {
+	return infer.Event{Delta: chatparse.Delta{Content: text}}
+}
+
+// Thinking is an event with thinking.
+func Thinking(text string) infer.Event {
+	return infer.Event{Delta: chatparse.Delta{Thinking: text}}
+}
+
+// Call is an event with one complete tool call (args a JSON object).
+func Call(id, name, args string) infer.Event {
+	return infer.Event{Delta: chatparse.Delta{ToolCalls: []chatparse.ToolCall{{ID: id, Name: name, Arguments: json.RawMessage(args)}}}}
+}
+
+// Done is a final event ending for reason ("stop", "length") after
+// prompt tokens read (cached of them from a cache) and eval generated.
+func Done(reason string, prompt, cached, eval int) infer.Event {
+	return infer.Event{Done: true, DoneReason: reason, Stats: infer.Stats{
+		PromptTokens: prompt, PromptEvalCount: prompt - cached, CachedTokens: cached, EvalCount: eval,
+		PromptEvalDuration: 10 * time.Millisecond, EvalDuration: 20 * time.Millisecond,
+	}}
+}
+
+// Failed is a final event that ends the generation with err.
+func Failed(err error) infer.Event { return infer.Event{Done: true, Err: err} }
+
+// Tokens are text's bytes as tokens, one each: what a final event's
+// Tokens hold for the fake instance's Text.
+func Tokens(text string) []int32 {
+	toks := make([]int32, len(text))
+	for i := 0; i < len(text); i++ {
+		toks[i] = int32(text[i])
+	}
+	return toks
+}
+
+// Text is the fake instance's detokenizer: each token a byte.
+func Text(tokens []int32) string {
+	b := make([]byte, len(tokens))
+	for i, t := range tokens {
+		b[i] = byte(t)
+	}
+	return string(b)
+}
