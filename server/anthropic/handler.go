@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,14 +10,28 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
 // Handler serves Anthropic's Messages API.
 type Handler struct {
-	Infer *infer.Service
+	Infer Inference
 }
+
+// Inference is what the dialect calls of the generation path: an
+// *infer.Service, or a fake of it in the package's own tests
+// (server/infer/infertest).
+type Inference interface {
+	Generate(ctx context.Context, reqs ...*infer.Request) (*infer.Generation, error)
+	ModelOptions(model string) (api.Options, error)
+	ModelOptionsFrom(model string, base api.Options) (api.Options, error)
+	CountTokens(ctx context.Context, req *infer.Request) (int, error)
+	Limits() infer.MediaLimits
+}
+
+var _ Inference = (*infer.Service)(nil)
 
 // Register adds POST /v1/messages and POST /v1/messages/count_tokens on
 // a group at /v1/messages with Errors first, so that every answer under

@@ -41,7 +41,7 @@ func (h *Handler) prepare(ctx context.Context, r *MessagesRequest, count bool) (
 	if err != nil {
 		return nil, err
 	}
-	msgs, mi, err := conversation(r.Messages, r.Model, h.Infer.MediaLimits.Fetcher.Reader(ctx))
+	msgs, mi, err := conversation(r.Messages, r.Model, h.Infer.Limits().Fetcher.Reader(ctx))
 	if err != nil {
 		return nil, err
 	}
