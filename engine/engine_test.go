@@ -34,6 +34,12 @@ func generate(t testing.TB, m *Model, prompt []Token, n int, p SamplerParams) (s
 		t.Fatal(err)
 	}
 	defer ctx.Close()
+	return generateOn(t, m, ctx, prompt, n, p)
+}
+
+// generateOn is generate on a context of the caller's (its memory clear).
+func generateOn(t testing.TB, m *Model, ctx *Context, prompt []Token, n int, p SamplerParams) (string, []Token) {
+	t.Helper()
 	s, err := m.NewSampler(p)
 	if err != nil {
 		t.Fatal(err)

@@ -103,9 +103,10 @@ type Model struct {
 	GGUF *gguf.File
 	// cuts is where long texts may be tokenized in pieces (tokcut.go),
 	// made on first use.
-	cutsOnce sync.Once
-	cuts     *tokenCuts
-	control  controlTexts // control tokens' texts (literal.go)
+	cutsOnce     sync.Once
+	cuts         *tokenCuts
+	control      controlTexts // control tokens' texts (literal.go)
+	adapterState              // LoRA adapters loaded for it (lora.go)
 }
 
 //export tadpoleProgress
@@ -213,6 +214,7 @@ func (m *Model) Close() {
 	if m == nil || m.c == nil {
 		return
 	}
+	m.closeAdapters() // llama_model_free frees them
 	C.llama_model_free(m.c)
 	m.c = nil
 	m.vocab = nil
