@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/auth"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
@@ -29,7 +30,7 @@ const jobPriority = -1
 
 // Handler serves the Responses API.
 type Handler struct {
-	Infer *infer.Service
+	Infer Inference
 	// Jobs stores responses and runs background ones (nil: nothing is
 	// stored; store defaults to off and background is refused).
 	Jobs *jobs.Store
@@ -48,6 +49,17 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.GET("/v1/responses/:id/input_items", h.inputItems)
 	e.POST("/v1/responses/:id/cancel", h.cancel)
 }
+
+// Inference is what the dialect calls of the generation path: an
+// *infer.Service, or a fake of it in the package's own tests
+// (server/infer/infertest).
+type Inference interface {
+	Generate(ctx context.Context, reqs ...*infer.Request) (*infer.Generation, error)
+	ModelOptionsFrom(model string, base api.Options) (api.Options, error)
+	Limits() infer.MediaLimits
+}
+
+var _ Inference = (*infer.Service)(nil)
 
 func (h *Handler) ttl() time.Duration {
 	if h.TTL > 0 {

@@ -88,7 +88,7 @@ func (h *Handler) parse(ctx context.Context, req *CreateRequest, owner string) (
 	}
 	p := &prepared{req: req, parallel: req.ParallelToolCalls == nil || *req.ParallelToolCalls}
 	var err error
-	if p.input, err = normalize(req.Input, req.Model, h.Infer.MediaLimits.Fetcher.Reader(ctx)); err != nil {
+	if p.input, err = normalize(req.Input, req.Model, h.Infer.Limits().Fetcher.Reader(ctx)); err != nil {
 		return nil, err
 	}
 	if req.PreviousResponseID != "" {
