@@ -270,6 +270,10 @@ func (r *Runner) spanStep() bool {
 			out = i
 		}
 	}
+	if err := r.useAdapters(s.req.Adapters); err != nil {
+		r.spanFailed(s, err)
+		return true
+	}
 	t0 := time.Now()
 	var err error
 	if e.NonCausal {

@@ -744,8 +744,8 @@ func (r *Runner) swapPromptCache(s *slot, q *request) bool {
 	if pc == nil {
 		return false
 	}
-	key := r.cacheKey()
-	have := r.keepable(s, reusable(s.cache, s.spans, q.prompt, q.spans))
+	key := r.cacheKeyFor(s.adapters) // what the slot holds was computed under its set
+	have := r.keepable(s, s.reusable(q))
 	if len(s.spans) == 0 && len(s.cache)-have >= MinCachedPrompt {
 		if r.ckpt {
 			// An uncuttable state is saved at its latest checkpoint (the
@@ -767,7 +767,7 @@ func (r *Runner) swapPromptCache(s *slot, q *request) bool {
 	if len(q.spans) > 0 {
 		return false
 	}
-	n, tokens, load := pc.lookup(key, q.prompt, have+MinCachedPrompt, pre, r.ckpt)
+	n, tokens, load := pc.lookup(r.cacheKeyFor(q.Adapters.key), q.prompt, have+MinCachedPrompt, pre, r.ckpt)
 	if n == 0 {
 		return false
 	}
@@ -780,6 +780,7 @@ func (r *Runner) swapPromptCache(s *slot, q *request) bool {
 	}
 	r.resetDraft(s, 0) // the draft model's sequence mirrors the old tokens
 	s.cache = append(s.cache[:0], tokens...)
+	s.adapters = q.Adapters.key
 	s.ckpts = s.ckpts[:0] // they were of the tokens the slot had
 	s.spans = nil
 	slog.Debug("prompt cache: restored", "slot", s.id, "tokens", len(tokens), "shared", n)
@@ -794,8 +795,8 @@ func (r *Runner) persistSlots() {
 	if pc == nil {
 		return
 	}
-	key := r.cacheKey()
 	for _, s := range r.slots {
+		key := r.cacheKeyFor(s.adapters)
 		if k := len(s.ckpts); r.ckpt && len(s.spans) == 0 && k > 0 && s.ckpts[k-1].n >= MinCachedPrompt {
 			// An uncuttable state goes to disk at its latest checkpoint,
 			// as swapPromptCache saves it.

@@ -107,6 +107,9 @@ type Request struct {
 	// OnDone, if set, is called with the final event in a goroutine of
 	// its own, whether or not anyone reads the stream (metrics, spans).
 	OnDone func(Event)
+	// Adapters is the request's LoRA adapter set (adapters.go): the zero
+	// value is the base model.
+	Adapters AdapterSet
 	// OnAdmit, if set, is called once, by the loop, when the request
 	// stops waiting: it got a slot, or it ended before getting one
 	// (cancelled, runner closed). Admission control counts waiting
@@ -201,6 +204,13 @@ type Runner struct {
 	// by the loop on first use; spanTurn is the slot whose span goes next.
 	embdBatch *engine.EmbdBatch
 	spanTurn  int
+
+	// adapterKey is the LoRA adapter set the context applies (when
+	// adaptersSet), lastTurn the set that decoded last while several
+	// took turns (adapters.go; the loop's).
+	adapterKey  string
+	adaptersSet bool
+	lastTurn    string
 	wake      chan struct{}
 	done      chan struct{}
 }
@@ -333,7 +343,7 @@ func (r *Runner) Generate(ctx context.Context, req Request) (*Stream, error) {
 	}
 	sr := &request{Request: req, sampler: smp, prompt: prompt, spans: spans, ctx: ctx, stream: newStream(req.Notify, req.OnDone), queued: time.Now()}
 	if len(spans) == 0 {
-		sr.prefetched = r.cfg.PromptCache.prefetch(r.key, prompt, MinCachedPrompt, r.ckpt)
+		sr.prefetched = r.cfg.PromptCache.prefetch(r.cacheKeyFor(req.Adapters.key), prompt, MinCachedPrompt, r.ckpt)
 	}
 	r.mu.Lock()
 	if r.closed {
@@ -483,7 +493,7 @@ func (r *Runner) admit() {
 			if s.req != nil {
 				continue
 			}
-			if n := reusable(s.cache, s.spans, q.prompt, q.spans); n > bestN {
+			if n := s.reusable(q); n > bestN {
 				best, bestN = s, n
 			}
 		}

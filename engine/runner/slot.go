@@ -38,6 +38,18 @@ type slot struct {
 	spec       specState    // speculate.go
 	draftN     int          // tokens of cache the draft model's sequence holds (draftmodel.go)
 	ckpts      []checkpoint // checkpoint.go: oldest first
+	// adapters names the LoRA adapter set the cache was computed under
+	// (AdapterSet.Key; "" the base model's).
+	adapters string
+}
+
+// reusable is how many of q's prompt tokens the slot's cache holds,
+// computed under q's adapter set (none under another set).
+func (s *slot) reusable(q *request) int {
+	if s.adapters != q.Adapters.key {
+		return 0
+	}
+	return reusable(s.cache, s.spans, q.prompt, q.spans)
 }
 
 // start prepares a slot for a request (its prompt truncated by Generate
@@ -46,7 +58,7 @@ type slot struct {
 func (r *Runner) start(s *slot, q *request) {
 	prompt := q.prompt
 	restored := r.swapPromptCache(s, q) // promptcache.go
-	common := reusable(s.cache, s.spans, prompt, q.spans)
+	common := s.reusable(q)
 	if common == len(prompt) {
 		// The last prompt position is evaluated again for its logits (the
 		// whole span when it ends one).
@@ -63,6 +75,7 @@ func (r *Runner) start(s *slot, q *request) {
 	s.cache = s.cache[:common]
 	r.resetDraft(s, common)
 	s.spans = q.spans
+	s.adapters = q.Adapters.key
 	if common > 0 {
 		slog.Debug("prompt cache hit", "slot", s.id, "reused_tokens", common, "prompt_tokens", len(prompt))
 	}
@@ -103,10 +116,13 @@ func (r *Runner) step() bool {
 	spanned := r.spanStep()
 	r.batch.Clear()
 	var generating, prefilling []*slot
+	// The slots of one adapter set decode together; several sets take
+	// turns (adapters.go).
+	set, _ := r.turnSet()
 	// One token for every generating slot.
 	for _, s := range r.slots {
 		s.outIdx = -1
-		if s.req == nil || !s.hasPending {
+		if s.req == nil || !s.hasPending || s.req.Adapters.key != set.key {
 			continue
 		}
 		if len(s.cache) >= s.req.NumCtx && !r.shift(s) {
@@ -121,7 +137,7 @@ func (r *Runner) step() bool {
 	r.addDrafts(generating)
 	// Chunks of waiting prompts fill the rest of the batch.
 	for _, s := range r.slots {
-		if s.req == nil || s.prompted || r.batch.Len() >= r.batch.Cap() {
+		if s.req == nil || s.prompted || r.batch.Len() >= r.batch.Cap() || s.req.Adapters.key != set.key {
 			continue
 		}
 		if s.spanAt(len(s.cache)) >= 0 {
@@ -142,9 +158,12 @@ func (r *Runner) step() bool {
 	if r.batch.Len() == 0 {
 		return spanned
 	}
+	err := r.useAdapters(set)
 	t0 := time.Now()
 	record(PhaseBatch, t0.Sub(tStep))
-	err := r.ctx.Decode(r.batch)
+	if err == nil {
+		err = r.ctx.Decode(r.batch)
+	}
 	took := time.Since(t0)
 	if len(prefilling) > 0 {
 		record(PhasePrefill, took)
