@@ -9,16 +9,18 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/jobs"
+	"github.com/tadpole-llm/tadpole/server/ollamarun"
 	"github.com/tadpole-llm/tadpole/server/usage"
 )
 
 // Handler serves the Anura routes.
 type Handler struct {
 	Store *models.Store
-	Infer *infer.Service
+	Infer Inference
 	// Jobs stores and runs the jobs; nil disables the job routes (503).
 	Jobs *jobs.Store
 	// Usage receives the tokens of jobs, under the id of the key that
@@ -30,6 +32,16 @@ type Handler struct {
 	// limit).
 	JobMaxTokens int
 }
+
+// Inference is what Anura calls of the generation path (its jobs run
+// through ollamarun): an *infer.Service, or a fake of it in tests
+// (server/infer/infertest).
+type Inference interface {
+	ollamarun.Inference
+	ModelOptions(model string) (api.Options, error)
+}
+
+var _ Inference = (*infer.Service)(nil)
 
 // Register adds the routes to e.
 func (h *Handler) Register(e *echo.Echo) {

@@ -3,6 +3,7 @@ package infer
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/runner"
@@ -22,7 +23,7 @@ import (
 func Scripted(ctx context.Context, in *Instance, text func([]engine.Token) string, scripts ...[]Event) *Generation {
 	ctx, cancel := context.WithCancel(ctx)
 	in.text = text
-	g := &Generation{in: in, ctx: ctx, cancel: cancel}
+	g := &Generation{in: in, ctx: ctx, cancel: cancel, acquired: time.Now()}
 	for _, evs := range scripts {
 		sc := &script{events: evs, ready: make(chan struct{})}
 		close(sc.ready)

@@ -19,11 +19,21 @@ import (
 // carry Ollama requests and run with a negative Priority so that
 // interactive requests overtake them for slots.
 type Runner struct {
-	Infer *infer.Service
+	Infer Inference
 	// Priority orders requests waiting for a slot: 0 for interactive
 	// requests, negative for background work.
 	Priority int
 }
+
+// Inference is what the translation calls of the generation path: an
+// *infer.Service, or a fake of it in tests (server/infer/infertest).
+type Inference interface {
+	Generate(ctx context.Context, reqs ...*infer.Request) (*infer.Generation, error)
+	Load(ctx context.Context, req *infer.Request) (*infer.Generation, error)
+	ModelOptionsFrom(model string, base api.Options) (api.Options, error)
+}
+
+var _ Inference = (*infer.Service)(nil)
 
 // Call is a validated request with its options resolved, ready to Start.
 type Call struct {
@@ -46,14 +56,14 @@ type Stream struct {
 
 // options checks a request's model name and applies its options over
 // the model's (Ollama's defaults with the model's PARAMETER values).
-func options(svc *infer.Service, model string, m map[string]any) (api.Options, error) {
+func options(svc Inference, model string, m map[string]any) (api.Options, error) {
 	return Options(svc, model, api.DefaultOptions(), m)
 }
 
 // Options resolves a request's options: base, then the model's PARAMETER
 // values, then m (Ollama's option names); errors are HTTP errors (a
 // missing model is a 404).
-func Options(svc *infer.Service, model string, base api.Options, m map[string]any) (api.Options, error) {
+func Options(svc Inference, model string, base api.Options, m map[string]any) (api.Options, error) {
 	if model == "" {
 		return api.Options{}, errorf(http.StatusBadRequest, "model is required")
 	}
