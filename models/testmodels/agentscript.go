@@ -3,7 +3,6 @@ package testmodels
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/tadpole-llm/tadpole/models/gguf"
@@ -88,8 +87,6 @@ func ScriptVariant(s ToolScript) ([]gguf.KV, []gguf.Tensor, error) {
 	chainCall = append(chainCall, "</tool_call>", ImEndToken)
 	chains := [][]string{chainCall, append(answer, ImEndToken)}
 
-	// The active tokens, each with a dimension: the fixed specials and
-	// markers, then the chains' tokens; then the filler vocabulary.
 	v := newVocab()
 	for _, t := range scriptUserTokens {
 		v.add(t, 0, tokUserDefined)
@@ -100,124 +97,23 @@ func ScriptVariant(s ToolScript) ([]gguf.KV, []gguf.Tensor, error) {
 			table = append(table, [2]string{chain[i], chain[i+1]})
 		}
 	}
-	active := map[int]int{} // token id -> dimension
-	dim := func(id int) {
-		if _, ok := active[id]; !ok {
-			active[id] = len(active)
-		}
-	}
-	for _, t := range append([]string{ImEndToken, "<0x0A>"}, scriptUserTokens...) {
-		dim(v.id(t))
-	}
-	for _, e := range table {
-		for _, tok := range e {
-			if _, ok := v.ids[tok]; !ok {
-				v.add(tok, pieceScore(tok), tokNormal) // written, never parsed: no prefixes needed
-			}
-			dim(v.id(tok))
-		}
-	}
-	next := map[int]int{}
-	for _, e := range table {
-		if n, ok := next[v.id(e[0])]; ok && n != v.id(e[1]) {
-			return nil, nil, fmt.Errorf("scripted model variant: token %q has two successors", e[0])
-		}
-		next[v.id(e[0])] = v.id(e[1])
-	}
-	for _, p := range fillerPieces() {
-		v.addWord(p)
-	}
-	nVocab := len(v.tokens)
-	filler := len(active)
-	featResponse, featThinkOff := filler+1, filler+2
-	nEmbd := (featThinkOff + 1 + 63) / 64 * 64
-	norm := float32(math.Sqrt(float64(nEmbd)))
-	dimOf := func(id int) int {
-		if d, ok := active[id]; ok {
-			return d
-		}
-		return filler
-	}
-
-	kvs := oneBlockKVs(s.Name, "Deterministic scripted model for tests: thinks, calls "+s.Tool+", then answers from the tool result.",
-		nVocab, s.ContextLength, nEmbd, agentRopeBase)
-	for i := range kvs {
-		switch kvs[i].Key {
-		case "llama.attention.head_count", "llama.attention.head_count_kv":
-			kvs[i].Value = uint32(agentHeads)
-		case "llama.rope.dimension_count":
-			kvs[i].Value = uint32(agentHeadDim)
-		}
-	}
-	kvs = append(kvs,
-		gguf.KV{Key: "llama.attention.key_length", Value: uint32(agentHeadDim)},
-		gguf.KV{Key: "llama.attention.value_length", Value: uint32(agentHeadDim)})
-	for _, kv := range v.kvs() {
-		if kv.Key == "tokenizer.chat_template" {
-			kv.Value = Qwen3Template
-		}
-		kvs = append(kvs, kv)
-	}
-
-	mat := func(rows, cols int) []float32 { return make([]float32, rows*cols) }
-	embd := mat(nVocab, nEmbd)
-	for id := range nVocab {
-		embd[id*nEmbd+dimOf(id)] = 1
-	}
-	// Output rows are per token; a dimension's successor is the same for
-	// all its tokens (the filler's is </s>).
-	outRows := mat(nVocab, nEmbd)
-	for id, d := range active {
-		n, ok := next[id]
-		if !ok {
-			n = EOSID
-		}
-		outRows[n*nEmbd+d] = agentLogit
-	}
-	outRows[EOSID*nEmbd+filler] = agentLogit
-	outRows[v.id(answer[0])*nEmbd+featResponse] = 4 * agentLogit
-	outRows[v.id("<tool_call>")*nEmbd+featThinkOff] = 2 * agentLogit
-
-	// Attention: head 0 finds "<tool_response>", head 1 "</think>", both
-	// from the newline, on the last rotary pair of the head.
-	qkv := agentHeads * agentHeadDim
-	wq, wk, wv, wo := mat(qkv, nEmbd), mat(qkv, nEmbd), mat(qkv, nEmbd), mat(nEmbd, qkv)
-	newline := active[v.id("<0x0A>")]
-	for h, marker := range []struct {
-		token string
-		feat  int
-	}{{toolResponseToken, featResponse}, {thinkEndToken, featThinkOff}} {
-		qk := h*agentHeadDim + agentHeadDim - 2
-		val := h * agentHeadDim
-		m := active[v.id(marker.token)]
-		wq[qk*nEmbd+newline] = agentQuery
-		wk[qk*nEmbd+m] = 1
-		wv[val*nEmbd+m] = 1
-		wo[marker.feat*qkv+val] = 1 / norm
-	}
-
-	e := uint64(nEmbd)
-	tensor := func(name string, rows, cols int, vals []float32, typ gguf.TensorType) gguf.Tensor {
-		return gguf.Tensor{Name: name, Dims: []uint64{uint64(cols), uint64(rows)}, Type: typ, Data: encodeF32(vals, typ)}
-	}
-	ones := func(name string) gguf.Tensor {
-		return gguf.Tensor{Name: name, Dims: []uint64{e}, Type: gguf.F32, Data: constF32(nEmbd, 1)}
-	}
-	tensors := []gguf.Tensor{
-		tensor("token_embd.weight", nVocab, nEmbd, embd, gguf.F16),
-		ones("blk.0.attn_norm.weight"),
-		tensor("blk.0.attn_q.weight", qkv, nEmbd, wq, gguf.F32),
-		tensor("blk.0.attn_k.weight", qkv, nEmbd, wk, gguf.F32),
-		tensor("blk.0.attn_v.weight", qkv, nEmbd, wv, gguf.F32),
-		tensor("blk.0.attn_output.weight", nEmbd, qkv, wo, gguf.F32),
-		ones("blk.0.ffn_norm.weight"),
-		tensor("blk.0.ffn_gate.weight", bigramFF, nEmbd, mat(bigramFF, nEmbd), gguf.F32),
-		tensor("blk.0.ffn_up.weight", bigramFF, nEmbd, mat(bigramFF, nEmbd), gguf.F32),
-		tensor("blk.0.ffn_down.weight", nEmbd, bigramFF, mat(nEmbd, bigramFF), gguf.F32),
-		ones("output_norm.weight"),
-		tensor("output.weight", nVocab, nEmbd, outRows, gguf.F16),
-	}
-	return kvs, tensors, nil
+	// From the newline ending the generation prompt: "It" (the answer)
+	// once a tool response is in the context (4×), "<tool_call>" when
+	// thinking is switched off ("</think>" already there, 2×).
+	return buildScripted(scriptPlan{
+		name:        s.Name,
+		description: "Deterministic scripted model for tests: thinks, calls " + s.Tool + ", then answers from the tool result.",
+		vocab:       v,
+		template:    Qwen3Template,
+		spacePrefix: true,
+		fixed:       append([]string{ImEndToken, "<0x0A>"}, scriptUserTokens...),
+		table:       table,
+		rules: []scriptRule{
+			{token: "<0x0A>", marker: toolResponseToken, next: answer[0], weight: 4},
+			{token: "<0x0A>", marker: thinkEndToken, next: "<tool_call>", weight: 2},
+		},
+		contextLength: s.ContextLength,
+	})
 }
 
 // WriteScriptVariant writes the scripted model playing s to path.

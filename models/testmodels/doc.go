@@ -54,6 +54,16 @@
 // attention heads, so that a 20k-token prompt is prefilled in seconds to
 // tens of seconds on a CPU.
 //
+// [WriteFamilyScript] generalizes that construction to any model family
+// (issue 35): a [FamilyScript] names the family's control tokens, its
+// real chat template (the test reads it from the engine's llama.cpp
+// tree), the generation prompt's last token and the answers' tokens in
+// the family's own markup, and the model says them, reasoning and a call
+// ([FamilyReasoning], [FamilyTool] with [FamilyArguments]) and, once a
+// tool result is in the prompt, [FamilyAnswer]. Tokens an answer repeats
+// with different successors (harmony's <|channel|>) are told apart by
+// attention heads keyed on pieces written once. [GptOss] is gpt-oss's.
+//
 // # Random-weight models
 //
 // [WriteRandomLlama] writes a llama model of any [Shape] (presets
