@@ -247,7 +247,8 @@ func TestOllamaLayoutStore(t *testing.T) {
 	}
 }
 
-// A model with a LoRA adapter is refused clearly, not served without it.
+// A model whose ADAPTER is not a LoRA adapter (here the demo model's GGUF)
+// is refused with a 400 naming the adapter, not served without it.
 func TestAdapterRefused(t *testing.T) {
 	ts := startServer(t)
 	ctx := context.Background()

@@ -181,7 +181,7 @@ func New(cfg Config) *Server {
 		e.GET("/metrics", echo.WrapHandler(tel.Handler()))
 	}
 	store := &models.Store{Dir: cfg.ModelsDir, MaxBlobSize: cfg.MaxBlobSize, MinFreeDisk: cfg.MinFreeDisk}
-	h := &ollama.Handler{Store: store, Sched: s.sched, Infer: &infer.Service{Store: store, Sched: s.sched, Telemetry: tel, Drafts: cfg.Drafts,
+	h := &ollama.Handler{Store: store, Infer: &infer.Service{Store: store, Sched: s.sched, Telemetry: tel, Drafts: cfg.Drafts,
 		MediaLimits: infer.MediaLimits{MaxImages: cfg.MaxImages, MaxImagePixels: cfg.MaxImagePixels, Fetcher: imageFetcher(cfg),
 			Budget: infer.NewDecodeBudget(cfg.MaxImageDecodeMemory, s.sched.Config().MaxQueue)}}, AllowRegistries: cfg.AllowRegistries}
 	h.Register(e)
@@ -193,6 +193,7 @@ func New(cfg Config) *Server {
 	(&anthropic.Handler{Infer: h.Infer}).Register(e) // /v1/messages: Anthropic's, with its own error shape
 	oa.RegisterWebUI(e.Group("/api/chat/completions", openai.Errors))
 	oa.RegisterLlamaServer(e) // /tokenize, /detokenize, /apply-template
+	oa.RegisterLoRA(e)        // /lora-adapters
 	an := &anura.Handler{Store: store, Infer: h.Infer, Jobs: cfg.Jobs, Usage: cfg.Auth.Usage(), JobMaxTokens: cfg.JobMaxTokens}
 	an.Register(e)
 	rs := &responses.Handler{Infer: h.Infer, Jobs: cfg.Jobs, TTL: cfg.ResponsesTTL, Usage: cfg.Auth.Usage()}

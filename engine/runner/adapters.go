@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/tadpole-llm/tadpole/engine"
 )
@@ -100,4 +102,137 @@ func (r *Runner) cacheKeyFor(key string) string {
 		return r.key
 	}
 	return r.key + "|lora=" + key
+}
+
+// MaxLoadedAdapters bounds the adapters one runner's model holds: each
+// stays loaded (its memory counted) until the model unloads.
+const MaxLoadedAdapters = 64
+
+// LoadedAdapter is an adapter the runner's model holds, as
+// llama-server's /lora-adapters lists it: its id (the order it was
+// loaded in), file, and the scale a request that names no adapters gets
+// (SetScales; 0 until set).
+type LoadedAdapter struct {
+	ID    int
+	Path  string
+	Scale float32
+	Bytes uint64
+	*engine.Adapter
+}
+
+// adapterRegistry is a runner's loaded adapters (under mu).
+type adapterRegistry struct {
+	mu     sync.Mutex
+	loaded []*LoadedAdapter
+	byPath map[string]*LoadedAdapter
+}
+
+// LoadAdapter returns the adapter at path for the runner's model,
+// loading it on the loop the first time (llama.cpp registers an adapter
+// with its model, which a decode reads: never beside one).
+func (r *Runner) LoadAdapter(ctx context.Context, path string) (*LoadedAdapter, error) {
+	r.adapterReg.mu.Lock()
+	if a, ok := r.adapterReg.byPath[path]; ok {
+		r.adapterReg.mu.Unlock()
+		return a, nil
+	}
+	r.adapterReg.mu.Unlock()
+	var la *LoadedAdapter
+	var lerr error
+	if err := r.Do(ctx, func() {
+		reg := &r.adapterReg
+		reg.mu.Lock()
+		defer reg.mu.Unlock()
+		if a, ok := reg.byPath[path]; ok { // loaded meanwhile
+			la = a
+			return
+		}
+		if len(reg.loaded) >= MaxLoadedAdapters {
+			lerr = fmt.Errorf("the model already holds %d LoRA adapters, the most it may (unload it to free them)", MaxLoadedAdapters)
+			return
+		}
+		a, err := r.model.LoadAdapter(path)
+		if err != nil {
+			lerr = err
+			return
+		}
+		la = &LoadedAdapter{ID: len(reg.loaded), Path: path, Bytes: a.Bytes, Adapter: a}
+		reg.loaded = append(reg.loaded, la)
+		if reg.byPath == nil {
+			reg.byPath = map[string]*LoadedAdapter{}
+		}
+		reg.byPath[path] = la
+	}); err != nil {
+		return nil, err
+	}
+	return la, lerr
+}
+
+// Adapters lists the loaded adapters by id.
+func (r *Runner) Adapters() []LoadedAdapter {
+	r.adapterReg.mu.Lock()
+	defer r.adapterReg.mu.Unlock()
+	out := make([]LoadedAdapter, len(r.adapterReg.loaded))
+	for i, a := range r.adapterReg.loaded {
+		out[i] = *a
+	}
+	return out
+}
+
+// AdapterByID is the loaded adapter with id.
+func (r *Runner) AdapterByID(id int) (*LoadedAdapter, bool) {
+	r.adapterReg.mu.Lock()
+	defer r.adapterReg.mu.Unlock()
+	if id < 0 || id >= len(r.adapterReg.loaded) {
+		return nil, false
+	}
+	return r.adapterReg.loaded[id], true
+}
+
+// SetScales sets the scales of the adapters that requests naming none
+// get (llama-server's POST /lora-adapters): id → scale, each id loaded,
+// each scale finite within ±engine.MaxAdapterScale. Ids not named get 0
+// (off), as llama-server's list replaces the whole set.
+func (r *Runner) SetScales(scales map[int]float32) error {
+	reg := &r.adapterReg
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	for id, s := range scales {
+		if id < 0 || id >= len(reg.loaded) {
+			return fmt.Errorf("no LoRA adapter with id %d (%d loaded)", id, len(reg.loaded))
+		}
+		if s != s || s > engine.MaxAdapterScale || s < -engine.MaxAdapterScale {
+			return fmt.Errorf("scale %v of adapter %d is out of range (-%d..%d)", s, id, engine.MaxAdapterScale, engine.MaxAdapterScale)
+		}
+	}
+	for id, a := range reg.loaded {
+		a.Scale = scales[id]
+	}
+	return nil
+}
+
+// DefaultAdapterSet is the set a request naming no adapters gets: every
+// loaded adapter at its SetScales scale (none, until scales are set).
+func (r *Runner) DefaultAdapterSet() AdapterSet {
+	reg := &r.adapterReg
+	reg.mu.Lock()
+	var as []*engine.Adapter
+	var ss []float32
+	for _, a := range reg.loaded {
+		as, ss = append(as, a.Adapter), append(ss, a.Scale)
+	}
+	reg.mu.Unlock()
+	s, _ := NewAdapterSet(as, ss)
+	return s
+}
+
+// AdapterBytes is the memory of the loaded adapters' tensors.
+func (r *Runner) AdapterBytes() uint64 {
+	r.adapterReg.mu.Lock()
+	defer r.adapterReg.mu.Unlock()
+	var n uint64
+	for _, a := range r.adapterReg.loaded {
+		n += a.Bytes
+	}
+	return n
 }

@@ -211,6 +211,8 @@ type Runner struct {
 	adapterKey  string
 	adaptersSet bool
 	lastTurn    string
+	// adapterReg is the adapters loaded for the model (adapters.go).
+	adapterReg adapterRegistry
 	wake      chan struct{}
 	done      chan struct{}
 }

@@ -144,6 +144,9 @@ func public(r *http.Request) bool {
 var adminRoutes = map[string]bool{
 	"/api/create": true, "/api/copy": true, "/api/delete": true,
 	"/api/pull": true, "/api/push": true, "/api/blobs/:digest": true,
+	// LoRA adapters: setting the scales every request of a model gets,
+	// and loading adapters while serving, change other clients' answers.
+	"/lora-adapters": true, "/lora-adapters/load": true,
 }
 
 // AdminRoute reports whether the route pattern needs an admin key.

@@ -134,6 +134,9 @@ type Request struct {
 	// TemplateVars are further variables for the chat template (e.g.
 	// reasoning_effort).
 	TemplateVars map[string]any
+	// LoRA overrides the adapters the request runs with (lora.go): nil
+	// keeps the model's own and the instance's scales.
+	LoRA []LoRA
 
 	// MediaInput: the request's images and audio clips and where they go
 	// (media.go); Start checks them (CheckMedia).
@@ -222,10 +225,6 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 			leaveKey()
 		}
 	}()
-	if len(entry.Adapters) > 0 {
-		// Refused rather than silently served without the adapter.
-		return nil, Errorf(BadRequest, "model %q has a LoRA adapter (ADAPTER); adapters are not supported yet", model)
-	}
 	operator, err := entryOptions(entry)
 	if err != nil {
 		return nil, err
@@ -408,6 +407,10 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 	if o.RepeatLastN == -1 {
 		o.RepeatLastN = in.Window // Ollama: -1 looks back over the whole context
 	}
+	adapters, err := s.adapterSet(ctx, in, req) // lora.go
+	if err != nil {
+		return nil, err
+	}
 	leave, err := s.admit() // admission.go
 	if err != nil {
 		return nil, err
@@ -435,6 +438,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 		Notify:      req.Notify,
 		OnDone:      done,
 		OnAdmit:     leave,
+		Adapters:    adapters,
 	})
 	if err != nil {
 		leave()

@@ -116,6 +116,10 @@ func (r Runner) PrepareChat(req *api.ChatRequest) (*Call, error) {
 // request is what generate and chat requests share: the model and its
 // options, the format's grammar, think and keep_alive.
 func (r Runner) request(model string, m map[string]any, format, think json.RawMessage, ka *api.Duration) (*infer.Request, error) {
+	m, lora, err := infer.LoRAFromOptions(m) // options.lora: Tadpole's, per-request LoRA adapters
+	if err != nil {
+		return nil, inferError(err)
+	}
 	opts, err := options(r.Infer, model, m)
 	if err != nil {
 		return nil, err
@@ -129,7 +133,7 @@ func (r Runner) request(model string, m map[string]any, format, think json.RawMe
 		return nil, err
 	}
 	return &infer.Request{Model: model, Options: opts, Grammar: grammar, Think: on, TemplateVars: vars,
-		KeepAlive: KeepAlive(ka), Priority: r.Priority}, nil
+		KeepAlive: KeepAlive(ka), Priority: r.Priority, LoRA: lora}, nil
 }
 
 // Start gets the model loaded (waiting for it as long as ctx allows) and
