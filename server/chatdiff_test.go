@@ -1,0 +1,161 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+)
+
+// llamaServerBin is llama-server of the engine's llama.cpp release
+// (LLAMA_SERVER, which the Makefile sets, else the build beside the
+// engine's); without one the test skips, unless
+// TADPOLE_REQUIRE_LLAMA_SERVER=1 makes that a failure.
+func llamaServerBin(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("LLAMA_SERVER")
+	if bin == "" {
+		if src := llamaSource(); src != "" {
+			if m, _ := filepath.Glob(filepath.Dir(src) + "-server*/llama-server"); len(m) > 0 {
+				bin = m[len(m)-1]
+			}
+		}
+	}
+	if _, err := os.Stat(bin); bin == "" || err != nil {
+		msg := "no llama-server of the engine's llama.cpp release: build it with `make llama-server` (or set LLAMA_SERVER)"
+		if os.Getenv("TADPOLE_REQUIRE_LLAMA_SERVER") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return bin
+}
+
+// runLlamaServer serves model with llama-server (--jinja, loopback only)
+// until the test ends.
+func runLlamaServer(t *testing.T, bin, model string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	var log bytes.Buffer
+	cmd := exec.Command(bin, "-m", model, "--jinja", "--host", "127.0.0.1", "--port", fmt.Sprint(port),
+		"-c", "4096", "-np", "1", "-t", "2", "--no-warmup", "--no-webui")
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		select {
+		case <-done:
+			t.Fatalf("llama-server exited: %s", logTail(log.String(), 2000))
+		default:
+		}
+		if resp, err := http.Get(url + "/health"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return url
+			}
+		}
+	}
+	t.Fatalf("llama-server did not start: %s", logTail(log.String(), 2000))
+	return ""
+}
+
+func logTail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// scriptedFamilies are the families with a scripted model: the template
+// file of the engine's llama.cpp tree and the script.
+var scriptedFamilies = []struct {
+	template string
+	script   func(tmpl string) testmodels.FamilyScript
+}{
+	{"openai-gpt-oss-120b.jinja", testmodels.GptOss},
+}
+
+// listedDifferences are the differences from llama-server that are
+// known, each with its reason: family template → reason.
+var listedDifferences = map[string]string{}
+
+// The parsing differential (issue 35): each scripted family model is
+// loaded into llama-server of the engine's release and into Tadpole,
+// asked the same /v1/chat/completions requests with tools (temperature
+// 0), streamed and not, and the answers' content, reasoning_content and
+// tool calls (arguments as JSON) must agree, and agree with the script.
+func TestChatParseDifferential(t *testing.T) {
+	bin := llamaServerBin(t)
+	if llamaSource() == "" {
+		t.Skip("no llama.cpp source tree with models/templates (LLAMA_CPP_SRC)")
+	}
+	type row struct {
+		family, cell, verdict string
+	}
+	var rows []row
+	counts := map[string][2]int{} // family → equal, different
+	for _, f := range scriptedFamilies {
+		t.Run(f.template, func(t *testing.T) {
+			ts, path := startFamilyServer(t, f.script(familyTemplate(t, f.template)))
+			ls := runLlamaServer(t, bin, path)
+			reqs := openAIFamilyRequests("family")
+			for turn := range 2 {
+				for _, stream := range []bool{false, true} {
+					cell := fmt.Sprintf("turn%d/stream=%v", turn+1, stream)
+					want, werr := openAIChat(t, ls, reqs[turn], stream)
+					got, gerr := openAIChat(t, ts.URL, reqs[turn], stream)
+					if werr != nil || gerr != nil {
+						t.Errorf("%s: llama-server %v, tadpole %v", cell, werr, gerr)
+						continue
+					}
+					c := counts[f.template]
+					verdict := "equal"
+					if d := want.diff(got); d != "" {
+						c[1]++
+						verdict = "tadpole " + d
+						if reason, ok := listedDifferences[f.template]; ok {
+							verdict += " (listed: " + reason + ")"
+						} else {
+							t.Errorf("%s: tadpole differs from llama-server: %s\nllama-server: %s\ntadpole:      %s", cell, d, want, got)
+						}
+					} else {
+						c[0]++
+					}
+					counts[f.template] = c
+					if d := familyTurns[turn].diff(want); d != "" {
+						verdict += "; llama-server vs the script: " + d
+					}
+					rows = append(rows, row{f.template, cell, verdict})
+				}
+			}
+		})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-34s | %-18s | %s\n", "family (template)", "request", "tadpole vs llama-server")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%-34s | %-18s | %s\n", r.family, r.cell, r.verdict)
+	}
+	b.WriteString("counts (equal / different):\n")
+	for _, f := range scriptedFamilies {
+		fmt.Fprintf(&b, "  %-34s %d / %d\n", f.template, counts[f.template][0], counts[f.template][1])
+	}
+	t.Logf("parsing differential against llama-server (%s):\n%s", bin, b.String())
+}
