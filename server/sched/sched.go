@@ -137,6 +137,20 @@ type Instance struct {
 	err       error
 }
 
+// AdapterBytes is the memory of the LoRA adapters loaded on the
+// instance (0 while it loads).
+func (in *Instance) AdapterBytes() uint64 {
+	select {
+	case <-in.ready: // Runner is set before ready closes
+	default:
+		return 0
+	}
+	if in.Runner == nil {
+		return 0
+	}
+	return in.Runner.AdapterBytes()
+}
+
 // Status is a snapshot of a loaded instance for /api/ps.
 type Status struct {
 	*Instance
@@ -372,10 +386,16 @@ func (s *Scheduler) placeLocked(e Estimate, numGPU int) (Placement, bool, error)
 	for _, in := range s.loaded {
 		p := in.Placement
 		cpuUsed += p.EstimatedBytes - min(p.EstimatedBytes, p.EstimatedGPUBytes)
+		// LoRA adapters loaded since (issue 38) sit beside their
+		// model's weights: on its GPUs when it has any, else in memory.
+		adapters := in.AdapterBytes()
+		if len(p.GPUs) == 0 {
+			cpuUsed += adapters
+		}
 		// NVML's free memory already counts loaded models; a fake
 		// inventory's does not: take the smaller of the two views.
 		if len(p.GPUs) > 0 {
-			share := p.EstimatedGPUBytes / uint64(len(p.GPUs))
+			share := (p.EstimatedGPUBytes + adapters) / uint64(len(p.GPUs))
 			for i := range devs {
 				for _, g := range p.GPUs {
 					if devs[i].Index == g {
