@@ -20,8 +20,12 @@
 // queues it on the instance's runner; the dialect reads the returned
 // infer.Stream (content, thinking and tool calls already split) and
 // encodes it; errors are dialect.Errors written in the dialect's shape. A
-// dialect imports neither the runner nor another dialect
-// (TestDialectsAreThin).
+// dialect (and ollamarun) imports neither the engine (its runner
+// included; engine/grammar, a pure translation, is allowed), nor the
+// scheduler, nor another dialect: what it needs of them infer offers
+// (TestDialectsAreThin). Each dialect takes the generation path as a
+// small interface of its own, which *infer.Service satisfies and
+// server/infer/infertest fakes for the dialect's own tests.
 //
 // Every request goes through, in order: a request ID; panic recovery;
 // the browser boundary (boundary.go, cors.go): the Host guard on loopback

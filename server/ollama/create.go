@@ -14,12 +14,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/registry"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
+	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
 // create builds a model from Ollama's create fields or a whole Modelfile
@@ -112,9 +112,8 @@ func (h *Handler) checkGGUFs(mf *models.Modelfile) error {
 			if p, perr := h.Store.BlobPath(d); err == nil && perr == nil && base {
 				// An architecture the engine does not know: refused now,
 				// not at first use.
-				var ae *engine.ArchitectureError
 				if f, ferr := gguf.Open(p); ferr == nil && f.IsModel() {
-					if aerr := engine.CheckArchitecture(p); errors.As(aerr, &ae) {
+					if ae := infer.UnsupportedArchitecture(p); ae != nil {
 						return errorf(http.StatusBadRequest, "FROM %s: %v", cmd.Value, ae)
 					}
 				}
@@ -279,7 +278,7 @@ func (h *Handler) quantizeFrom(ctx context.Context, mf *models.Modelfile, typ st
 		defer os.RemoveAll(tmp)
 		out := filepath.Join(tmp, "model.gguf")
 		status(fmt.Sprintf("quantizing model to %s", strings.ToUpper(typ)))
-		if err := engine.Quantize(src, out, typ, 0); err != nil {
+		if err := infer.Quantize(src, out, typ); err != nil {
 			// Named by digest, not by the server's paths.
 			return errorf(http.StatusBadRequest, "%s", strings.ReplaceAll(h.Store.Redact(err).Error(), out, "the quantized copy"))
 		}

@@ -9,18 +9,15 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // Handler serves the Ollama routes.
 type Handler struct {
 	Store *models.Store
-	Sched *sched.Scheduler
 	Infer *infer.Service
 	// AllowRegistries are the registries ("host" or "host:port") pulls
 	// and pushes may reach at non-public addresses (--allow-registry).
@@ -33,7 +30,7 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.GET("/", root)
 	e.HEAD("/", root)
 	e.GET("/api/version", func(c echo.Context) error {
-		return c.JSON(http.StatusOK, api.VersionResponse{Version: engine.Version})
+		return c.JSON(http.StatusOK, api.VersionResponse{Version: infer.Version()})
 	})
 	e.POST("/api/generate", h.generate)
 	e.POST("/api/chat", h.chat)

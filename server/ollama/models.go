@@ -237,12 +237,9 @@ func (h *Handler) deleteModel(c echo.Context) error {
 	}
 	// A model with running requests is not deleted under them; an idle
 	// loaded one is unloaded first.
-	for _, st := range h.Sched.Status() {
-		if st.Key.Path == e.Path && st.Requests > 0 {
-			return errorf(http.StatusConflict, "model %q is in use by %d request(s); try again when they finish", name, st.Requests)
-		}
+	if n := h.Infer.Unload(e.Path); n > 0 {
+		return errorf(http.StatusConflict, "model %q is in use by %d request(s); try again when they finish", name, n)
 	}
-	h.Sched.Unload(e.Path)
 	if err := h.Store.Delete(name); err != nil {
 		return storeError(name, err)
 	}

@@ -16,34 +16,32 @@ var farFuture = time.Date(2318, 1, 1, 0, 0, 0, 0, time.UTC)
 func (h *Handler) ps(c echo.Context) error {
 	resp := api.ProcessResponse{Models: []api.ProcessModel{}}
 	var pc *api.PromptCacheStatus
-	if c := h.Sched.Config().PromptCache; c != nil {
-		st := c.Stats()
+	if st, ok := h.Infer.PromptCache(); ok {
 		pc = &api.PromptCacheStatus{RAMBytes: st.RAMBytes, RAMEntries: st.RAMEntries, DiskBytes: st.DiskBytes, DiskEntries: st.DiskEntries}
 	}
-	for _, in := range h.Sched.Status() {
-		busy, total := in.Runner.Slots()
+	keepAlive := h.Infer.KeepAlive()
+	for _, in := range h.Infer.Loaded() {
 		exp := in.ExpiresAt
 		if exp.IsZero() {
 			// Busy, or kept forever: Ollama shows when a busy model would
 			// expire after its requests, and a far date for forever.
-			exp = time.Now().Add(h.Sched.Config().KeepAlive)
-			if in.Requests == 0 || h.Sched.Config().KeepAlive < 0 {
+			exp = time.Now().Add(keepAlive)
+			if in.Requests == 0 || keepAlive < 0 {
 				exp = farFuture
 			}
 		}
-		p := in.Placement
 		var details api.ModelDetails
 		digest := ""
 		if e, err := h.Store.Resolve(in.Name); err == nil {
 			details, digest = apiDetails(e.Details), e.Digest
 		}
 		resp.Models = append(resp.Models, api.ProcessModel{
-			Name: in.Name, Model: in.Name, Size: int64(p.EstimatedBytes), SizeVRAM: int64(p.EstimatedGPUBytes),
+			Name: in.Name, Model: in.Name, Size: in.Size, SizeVRAM: in.SizeVRAM,
 			Digest: digest, Details: details, ExpiresAt: exp, ContextLength: in.NumCtx,
 			Tadpole: &api.ProcessExtras{
-				Processor: p.Processor(), Placement: p, SlotsBusy: busy, SlotsTotal: total,
-				QueueDepth: in.Runner.Waiting(), LoadedAt: in.LoadedAt, Sizing: in.Sizing,
-				PromptCache: pc, DraftModel: in.Key.Draft,
+				Processor: in.Processor, Placement: in.Placement, SlotsBusy: in.SlotsBusy, SlotsTotal: in.SlotsTotal,
+				QueueDepth: in.QueueDepth, LoadedAt: in.LoadedAt, Sizing: in.Sizing,
+				PromptCache: pc, DraftModel: in.DraftModel,
 			},
 		})
 	}

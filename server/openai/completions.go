@@ -8,7 +8,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
@@ -50,11 +49,11 @@ func (h *Handler) completions(c echo.Context) error {
 		for _, p := range prompts {
 			text := p.text
 			if p.tokens != nil {
-				toks := make([]engine.Token, len(p.tokens))
+				toks := make([]infer.Token, len(p.tokens))
 				for i, t := range p.tokens {
-					toks[i] = engine.Token(t)
+					toks[i] = infer.Token(t)
 				}
-				text = g.in.Model.Detokenize(toks, false)
+				text = g.in.Text(toks)
 			}
 			a.echo = append(a.echo, text)
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
@@ -63,7 +62,7 @@ type DetokenizeRequest struct {
 }
 
 // vocabOf loads model and runs f with it.
-func (h *Handler) vocabOf(c echo.Context, model string, f func(m *engine.Model) error) error {
+func (h *Handler) vocabOf(c echo.Context, model string, f func(m infer.Vocab) error) error {
 	if model == "" {
 		return invalid("model", "you must provide a model parameter")
 	}
@@ -77,7 +76,7 @@ func (h *Handler) vocabOf(c echo.Context, model string, f func(m *engine.Model) 
 		return inferError(err, model)
 	}
 	defer in.Release()
-	return f(in.Model)
+	return f(in.Vocab())
 }
 
 func (h *Handler) tokenize(c echo.Context) error {
@@ -90,15 +89,15 @@ func (h *Handler) tokenize(c echo.Context) error {
 		return err
 	}
 	parse := req.ParseSpecial == nil || *req.ParseSpecial
-	var toks []engine.Token
+	var toks []infer.Token
 	var pieces []TokenPiece
-	err = h.vocabOf(c, req.Model, func(m *engine.Model) error {
+	err = h.vocabOf(c, req.Model, func(m infer.Vocab) error {
 		for i, p := range parts {
 			if p.text == nil {
 				if p.id < 0 || p.id >= m.VocabSize() {
 					return invalid("content", "Invalid 'content[%d]': token %d is not in the model's vocabulary (0..%d).", i, p.id, m.VocabSize()-1)
 				}
-				toks = append(toks, engine.Token(p.id))
+				toks = append(toks, infer.Token(p.id))
 			} else {
 				// Special tokens (BOS) only at the start, as llama-server
 				// adds them to the first text part only.
@@ -193,13 +192,13 @@ func (h *Handler) detokenize(c echo.Context) error {
 		return invalid("tokens", "Invalid 'tokens': %d tokens, at most %d.", len(req.Tokens), MaxTokenizeTokens)
 	}
 	var content string
-	err := h.vocabOf(c, req.Model, func(m *engine.Model) error {
-		toks := make([]engine.Token, len(req.Tokens))
+	err := h.vocabOf(c, req.Model, func(m infer.Vocab) error {
+		toks := make([]infer.Token, len(req.Tokens))
 		for i, t := range req.Tokens {
 			if t < 0 || t >= m.VocabSize() {
 				return invalid("tokens", "Invalid 'tokens[%d]': token %d is not in the model's vocabulary (0..%d).", i, t, m.VocabSize()-1)
 			}
-			toks[i] = engine.Token(t)
+			toks[i] = infer.Token(t)
 		}
 		// Special tokens as their text, as llama-server writes them.
 		content = m.Detokenize(toks, true)
