@@ -3,10 +3,15 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // The scripted gpt-oss model (llama.cpp's openai-gpt-oss-120b.jinja, the
@@ -234,4 +239,130 @@ func anthropicFamily(t *testing.T, base string, turn int, stream bool) (familyAn
 		}
 	}
 	return a, nil
+}
+
+// Reasoning effort reaches gpt-oss's system message ("Reasoning: LEVEL")
+// from every dialect's own field: OpenAI's reasoning_effort (the
+// rendered prompt, through /apply-template), Ollama's think level and
+// Responses' reasoning.effort (the prompt's token count, which must move
+// from the default's exactly as the rendered prompts' do). Ollama's think
+// "max" is refused with a 400 naming the levels on gpt-oss, whose
+// template has no "max", and reaches DeepSeek V4's, which has.
+func TestGptOssReasoningEffort(t *testing.T) {
+	dir := t.TempDir()
+	if err := testmodels.WriteFamilyScript(filepath.Join(dir, "family.gguf"), testmodels.GptOss(familyTemplate(t, "openai-gpt-oss-120b.jinja"))); err != nil {
+		t.Fatal(err)
+	}
+	kvs, tensors := testmodels.Bigram()
+	for i := range kvs {
+		switch kvs[i].Key {
+		case "tokenizer.chat_template":
+			kvs[i].Value = familyTemplate(t, "deepseek-ai-DeepSeek-V4.jinja")
+		case "llama.context_length":
+			kvs[i].Value = uint32(4096)
+		}
+	}
+	if err := gguf.WriteFile(filepath.Join(dir, "deepseek4.gguf"), kvs, tensors); err != nil {
+		t.Fatal(err)
+	}
+	ts := serveForTest(t, New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 4096, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+	user := `[{"role": "user", "content": "What is the weather in Paris?"}]`
+
+	// The prompts as rendered for each level, and their token counts.
+	prompt := func(effort string) (string, int) {
+		t.Helper()
+		field := ""
+		if effort != "" {
+			field = `, "reasoning_effort": "` + effort + `"`
+		}
+		var p struct{ Prompt string }
+		if code, b := postUtil(t, ts.URL+"/apply-template", `{"model": "family", "messages": `+user+field+`}`, &p); code != 200 {
+			t.Fatalf("apply-template %s: %d %s", effort, code, b)
+		}
+		content, _ := json.Marshal(p.Prompt)
+		var toks struct{ Tokens []int }
+		if code, b := postUtil(t, ts.URL+"/tokenize", `{"model": "family", "content": `+string(content)+`}`, &toks); code != 200 {
+			t.Fatalf("tokenize: %d %s", code, b)
+		}
+		return p.Prompt, len(toks.Tokens)
+	}
+	counts := map[string]int{}
+	for _, e := range []string{"", "low", "medium", "high"} {
+		text, n := prompt(e)
+		want := e
+		if e == "" {
+			want = "medium" // the template's default
+		}
+		if !strings.Contains(text, "Reasoning: "+want+"\n\n") {
+			t.Errorf("reasoning_effort %q: the system message has no %q: %.400q", e, "Reasoning: "+want, text)
+		}
+		counts[e] = n
+	}
+	if counts["low"] == counts[""] {
+		t.Fatalf("the low and default prompts tokenize to the same length (%d): the counts below cannot tell them apart", counts[""])
+	}
+
+	// Ollama's prompt_eval_count leaves out the tokens the prompt cache
+	// held, so each level is counted on a server of its own.
+	ollamaCount := func(think string) (int, int, string) {
+		t.Helper()
+		fresh := serveForTest(t, New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 4096, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+		code, raw, _ := postFamily(t, fresh.URL+"/api/chat", `{"model": "family", "stream": false, "think": `+think+`, "options": {"temperature": 0, "num_predict": 1}, "messages": `+user+`}`)
+		var r struct {
+			PromptEvalCount int `json:"prompt_eval_count"`
+			Error           string
+		}
+		json.Unmarshal(raw, &r)
+		return code, r.PromptEvalCount, r.Error
+	}
+	responsesCount := func(effort string) int {
+		t.Helper()
+		code, raw, _ := postFamily(t, ts.URL+"/v1/responses", `{"model": "family", "store": false, "max_output_tokens": 1, "temperature": 0, "reasoning": {"effort": "`+effort+`"}, "input": "What is the weather in Paris?"}`)
+		var r struct {
+			Usage struct {
+				InputTokens int `json:"input_tokens"`
+			}
+		}
+		if code != 200 || json.Unmarshal(raw, &r) != nil {
+			t.Fatalf("responses effort %s: %d %s", effort, code, raw)
+		}
+		return r.Usage.InputTokens
+	}
+	_, base, _ := ollamaCount("true")
+	baseR := responsesCount("medium")
+	var table []string
+	for _, e := range []string{"low", "medium", "high"} {
+		code, n, msg := ollamaCount(`"` + e + `"`)
+		if code != 200 || n-base != counts[e]-counts[""] {
+			t.Errorf("ollama think %q: %d %s, %d prompt tokens (think true: %d); the rendered prompts differ by %d", e, code, msg, n, base, counts[e]-counts[""])
+		}
+		r := responsesCount(e)
+		if r-baseR != counts[e]-counts[""] {
+			t.Errorf("responses reasoning.effort %q: %d input tokens (medium: %d); the rendered prompts differ by %d", e, r, baseR, counts[e]-counts[""])
+		}
+		table = append(table, fmt.Sprintf("%-6s | apply-template %d tokens | ollama think %d | responses %d", e, counts[e], n, r))
+	}
+	t.Logf("gpt-oss reasoning effort (level | rendered prompt | prompt tokens as each dialect counted them):\n%s", strings.Join(table, "\n"))
+
+	code, _, msg := ollamaCount(`"max"`)
+	if code != 400 || !strings.Contains(msg, `"max"`) || !strings.Contains(msg, `"low", "medium" or "high"`) {
+		t.Errorf(`think "max" on gpt-oss: %d %q, want a 400 naming the levels`, code, msg)
+	}
+	// DeepSeek V4's template writes its reasoning_effort_max preamble
+	// for "max" only.
+	ds := func(think string) int {
+		t.Helper()
+		fresh := serveForTest(t, New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 4096, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+		code, raw, _ := postFamily(t, fresh.URL+"/api/chat", `{"model": "deepseek4", "stream": false, "think": `+think+`, "options": {"temperature": 0, "num_predict": 1}, "messages": `+user+`}`)
+		var r struct {
+			PromptEvalCount int `json:"prompt_eval_count"`
+		}
+		if code != 200 || json.Unmarshal(raw, &r) != nil {
+			t.Fatalf("deepseek4 think %s: %d %s", think, code, raw)
+		}
+		return r.PromptEvalCount
+	}
+	if hi, max := ds(`"high"`), ds(`"max"`); max <= hi+10 {
+		t.Errorf(`DeepSeek V4, think "max": %d prompt tokens, "high": %d; want the max preamble`, max, hi)
+	}
 }

@@ -566,6 +566,9 @@ func renderText(m *engine.Model, req *Request) (string, chatparse.Options, error
 		!slices.Contains(TemplateCapabilities(req.Template, m.Meta.ChatTemplate, m.Meta.ChatTemplates["tool_use"]), "thinking") {
 		return "", out, Errorf(BadRequest, "model %q does not support thinking", req.Model)
 	}
+	if err := checkEffort(req, req.Template, m.Meta.ChatTemplate, m.Meta.ChatTemplates["tool_use"]); err != nil {
+		return "", out, err
+	}
 	if req.Chat {
 		return chatPrompt(m, req)
 	}

@@ -17,7 +17,8 @@ import (
 )
 
 // thinkOption reads Ollama's think: true, false, or a level ("high",
-// "medium", "low", for models that take a reasoning effort), which turns
+// "medium", "low", for models that take a reasoning effort; "max" where
+// the model's template takes it), which turns
 // thinking on and reaches the template as reasoning_effort.
 func thinkOption(raw json.RawMessage) (*bool, map[string]any, error) {
 	raw = bytes.TrimSpace(raw)
@@ -31,12 +32,12 @@ func thinkOption(raw json.RawMessage) (*bool, map[string]any, error) {
 	var level string
 	if json.Unmarshal(raw, &level) == nil {
 		switch level {
-		case "high", "medium", "low":
+		case "high", "medium", "low", "max": // "max": where the model's template takes it (infer checks)
 			on := true
 			return &on, map[string]any{"reasoning_effort": level}, nil
 		}
 	}
-	return nil, nil, errorf(http.StatusBadRequest, "invalid think value %s: want true, false, \"high\", \"medium\" or \"low\"", raw)
+	return nil, nil, errorf(http.StatusBadRequest, "invalid think value %s: want true, false, \"high\", \"medium\", \"low\" or \"max\"", raw)
 }
 
 // tools converts a request's tools into the OpenAI-shaped objects chat
