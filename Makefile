@@ -55,7 +55,7 @@ llama:
 	@sh scripts/llama.sh build "$(ISA_FLAGS)"
 
 # llama-server of the engine's llama.cpp release, CPU only, built once
-# into the same cache (scripts/llama.sh server; cold about NN min on two
+# into the same cache (scripts/llama.sh server; cold about 27 min on two
 # cores, a no-op afterwards). `make test` needs it: the chat template
 # differential (server/templatediff) runs against it.
 llama-server: llama

@@ -3,6 +3,9 @@
 #
 #   sh scripts/llama.sh dir   "ISA FLAGS"   prints the build directory (no work)
 #   sh scripts/llama.sh build "ISA FLAGS"   makes sure that directory is built
+#   sh scripts/llama.sh server "ISA FLAGS"  builds llama-server of the same
+#                                           release (once), prints its path
+#   sh scripts/llama.sh server-bin "ISA FLAGS"  prints that path (no work)
 #
 # The sources: the llama.cpp release that the npm package node-llama-cpp
 # ships as a git bundle (llama/gitRelease.bundle, its tag in
@@ -107,13 +110,40 @@ else
 fi
 build="$cache/llama.cpp/build/$key"
 
-if [ "$cmd" = dir ]; then
+# llama-server of the engine's own release (issue 35: the chat template
+# differential runs Tadpole's renderer against it). A CMake build of its
+# own beside the engine's, from the same sources and ISA flags: CPU only,
+# common + tools on for the server target alone, no UI assets (no npm, no
+# Hugging Face download), no curl/OpenSSL. Keyed like the engine's build
+# plus its own recipe number; stamped (server.env) when finished.
+SERVER_RECIPE=1
+SERVER_OPTS="-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+ -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF \
+ -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_MTMD=ON -DLLAMA_BUILD_IS_DEV=OFF \
+ -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
+ -DLLAMA_SUBPROCESS=OFF -DMTMD_VIDEO=OFF -DLLAMA_LLGUIDANCE=OFF \
+ -DGGML_OPENMP=OFF -DGGML_CPU_REPACK=ON -DGGML_LLAMAFILE=ON -DGGML_CCACHE=OFF -DGGML_BACKEND_DL=OFF \
+ -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF $(cmake_isa)"
+server_build="$build-server$SERVER_RECIPE-$(hash "$SERVER_RECIPE $isa $SERVER_OPTS")"
+
+case "$cmd" in
+dir)
 	echo "$build"
 	exit 0
-fi
-[ "$cmd" = build ] || die "usage: llama.sh dir|build ISA_FLAGS"
+	;;
+server-bin)
+	echo "$server_build/llama-server"
+	exit 0
+	;;
+build | server) ;;
+*) die "usage: llama.sh dir|build|server|server-bin ISA_FLAGS" ;;
+esac
 
-if [ -f "$build/build.env" ] && [ -f "$build/libllama.a" ]; then
+if [ "$cmd" = server ] && [ -f "$server_build/server.env" ] && [ -x "$server_build/llama-server" ]; then
+	echo "$server_build/llama-server"
+	exit 0
+fi
+if [ "$cmd" = build ] && [ -f "$build/build.env" ] && [ -f "$build/libllama.a" ]; then
 	exit 0
 fi
 
@@ -153,6 +183,29 @@ check_release "$src"
 command -v cmake >/dev/null || die "cmake is needed to build llama.cpp (apt-get install cmake)"
 rel="v$(release "$src")"
 commit=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)
+
+if [ "$cmd" = server ]; then
+	start=$(date +%s)
+	log "building llama-server $rel ($origin) in $server_build: many minutes, once"
+	mkdir -p "$server_build"
+	# shellcheck disable=SC2086
+	cmake -S "$src" -B "$server_build/cmake" $SERVER_OPTS -DCMAKE_C_FLAGS="$isa" -DCMAKE_CXX_FLAGS="$isa" >"$server_build/cmake.log" 2>&1 ||
+		{ tail -n 30 "$server_build/cmake.log" >&2; die "cmake configure (server) failed (log: $server_build/cmake.log)"; }
+	cmake --build "$server_build/cmake" -j "$jobs" --target llama-server >>"$server_build/cmake.log" 2>&1 ||
+		{ tail -n 30 "$server_build/cmake.log" >&2; die "cmake build (server) failed (log: $server_build/cmake.log)"; }
+	bin=$(find "$server_build/cmake" -type f -name llama-server -perm -u+x | head -n 1)
+	[ -n "$bin" ] || die "llama-server not built (log: $server_build/cmake.log)"
+	ln -sf "$bin" "$server_build/llama-server"
+	cat >"$server_build/server.env" <<EOF
+LLAMA_RELEASE=$rel
+LLAMA_COMMIT=$commit
+LLAMA_ORIGIN=$origin
+EOF
+	end=$(date +%s)
+	log "llama-server $rel built in $((end - start)) s"
+	echo "$server_build/llama-server"
+	exit 0
+fi
 
 start=$(date +%s)
 [ -f "$build/build.env" ] || log "building llama.cpp $rel ($origin) in $build: a few minutes, once"
