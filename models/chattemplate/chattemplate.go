@@ -44,6 +44,11 @@ type Input struct {
 	Vars map[string]any
 	// Now is the clock of strftime_now; nil is time.Now.
 	Now func() time.Time
+	// StringArguments passes tool call arguments as their JSON text
+	// rather than as an object: what llama-server gives templates that
+	// do not read arguments as an object (functionary v3.2 adds them to
+	// a string).
+	StringArguments bool
 }
 
 // Template is a parsed template, for reuse (cache it per model). It is
@@ -131,7 +136,7 @@ func (in *Input) context() (*scope, error) {
 	}
 	msgs := &list{}
 	for i, m := range in.Messages {
-		d, err := m.value()
+		d, err := m.value(in.StringArguments)
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
@@ -159,7 +164,7 @@ func (in *Input) context() (*scope, error) {
 // a string: an assistant message that only calls tools has content "",
 // not None, which several templates (Qwen3, Phi-3.5, granite, gpt-oss…)
 // cannot render.
-func (m *Message) value() (*dict, error) {
+func (m *Message) value(stringArgs bool) (*dict, error) {
 	d := newDict()
 	d.set("role", m.Role)
 	d.set("content", m.Content)
@@ -173,7 +178,9 @@ func (m *Message) value() (*dict, error) {
 		calls := &list{}
 		for _, tc := range m.ToolCalls {
 			var args any = newDict()
-			if len(strings.TrimSpace(string(tc.Arguments))) > 0 {
+			if stringArgs {
+				args = strings.TrimSpace(string(tc.Arguments))
+			} else if len(strings.TrimSpace(string(tc.Arguments))) > 0 {
 				v, err := fromJSON(tc.Arguments)
 				if err != nil {
 					// Not JSON: templates get the text, as some accept.

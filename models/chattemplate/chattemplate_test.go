@@ -64,7 +64,7 @@ func TestRuntimeErrors(t *testing.T) {
 		`{{ 1 // 0 }}`,
 		`{{ [1]|tojson(indent="x")|int + none }}`,
 		`{% set x = 1 %}{% set x.y = 2 %}`,
-		`{{ [].append(1) }}`,
+		`{{ [].extend([1]) }}`,
 	} {
 		if _, err := chattemplate.Render(src, chattemplate.Input{}); err == nil {
 			t.Errorf("Render(%q) succeeded, want an error", src)

@@ -339,6 +339,20 @@ func pySlice(n int, idx [3]*int64) []int {
 }
 
 func (e *evaluator) binary(op string, l, r any) (any, error) {
+	if op == "+" || op == "~" {
+		// llama.cpp's Jinja engine (llama-server) joins a string with
+		// None or an undefined value as if that were "", where jinja2
+		// fails ("+") or writes "None" ("~"); templates such as
+		// firefunction v2's add an undefined `functions` this way.
+		ls, lok := l.(string)
+		rs, rok := r.(string)
+		if lok && isNull(r) {
+			return ls, nil
+		}
+		if rok && isNull(l) {
+			return rs, nil
+		}
+	}
 	if op == "~" {
 		return toStr(l) + toStr(r), nil
 	}
@@ -489,4 +503,13 @@ func markupAdd(x *binExpr, l, r any) (any, any) {
 		l = html.EscapeString(s)
 	}
 	return l, r
+}
+
+// isNull tells whether v is None or undefined.
+func isNull(v any) bool {
+	if v == nil {
+		return true
+	}
+	_, ok := v.(undefined)
+	return ok
 }

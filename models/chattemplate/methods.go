@@ -367,7 +367,48 @@ func listMethod(l *list, name string) *callable {
 		return method("list.copy", func([]any, *kwargs) (any, error) {
 			return newList(append([]any(nil), l.items...)...), nil
 		})
-	case "append", "extend", "insert", "pop", "remove", "reverse", "sort", "clear":
+	case "append":
+		// llama.cpp's Jinja engine (llama-server) lets templates grow a
+		// list (Kimi K2's queue of tool call ids); the list is the
+		// render's own, and each item is charged to its limits.
+		return &callable{name: "list.append", fn: func(e *evaluator, args []any, _ *kwargs) (any, error) {
+			if len(args) != 1 {
+				return nil, fmt.Errorf("list.append() takes exactly one argument (%d given)", len(args))
+			}
+			if err := e.charge(16); err != nil {
+				return nil, err
+			}
+			l.items = append(l.items, args[0])
+			return nil, nil
+		}}
+	case "pop":
+		// As llama-server allows: pop() or pop(index), Python's way.
+		return method("list.pop", func(args []any, _ *kwargs) (any, error) {
+			if len(args) > 1 {
+				return nil, fmt.Errorf("list.pop() takes at most 1 argument (%d given)", len(args))
+			}
+			if len(l.items) == 0 {
+				return nil, fmt.Errorf("pop from empty list")
+			}
+			i := int64(len(l.items) - 1)
+			if len(args) == 1 {
+				n, ok := asInt(args[0])
+				if !ok {
+					return nil, fmt.Errorf("'%s' object cannot be interpreted as an integer", typeName(args[0]))
+				}
+				if n < 0 {
+					n += int64(len(l.items))
+				}
+				if n < 0 || n >= int64(len(l.items)) {
+					return nil, fmt.Errorf("pop index out of range")
+				}
+				i = n
+			}
+			v := l.items[i]
+			l.items = append(l.items[:i:i], l.items[i+1:]...)
+			return v, nil
+		})
+	case "extend", "insert", "remove", "reverse", "sort", "clear":
 		return unsafeMethod("list", name)
 	}
 	return nil
