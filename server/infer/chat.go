@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -58,7 +59,9 @@ func modelTemplate(m *engine.Model, req *Request, msgs []Message) (string, chatp
 		slog.Warn("cannot parse the model's Jinja chat template; trying llama.cpp's built-in templates", "model", req.Model, "error", err)
 		text, berr := m.ApplyChatTemplate(src, engineMessages(msgs), true)
 		if berr != nil {
-			return "", chatparse.Options{}, Errorf(Internal, "model %q: chat template: %v", req.Model, err)
+			// The model's template, not the server, fails: a 400 naming
+			// the template's error, as llama-server answers.
+			return "", chatparse.Options{}, Errorf(BadRequest, "model %q: chat template: %v", req.Model, err)
 		}
 		return text, outputOptions(req, src, text), nil
 	}
@@ -68,6 +71,42 @@ func modelTemplate(m *engine.Model, req *Request, msgs []Message) (string, chatp
 	}
 	if req.Think != nil {
 		vars["enable_thinking"] = *req.Think
+	} else if _, ok := vars["enable_thinking"]; !ok {
+		// llama-server always defines enable_thinking: true where the
+		// template knows thinking (its --reasoning default), false where
+		// it does not. Templates that think only when asked (DeepSeek
+		// V3.1/V4, Gemma 4, Laguna, QwQ's edition, …) then think.
+		vars["enable_thinking"] = thinkingTemplate(src)
+	}
+	// llama-server's default --reasoning-preserve: preserve_reasoning
+	// on, and the variables templates read it by (jinja caps: GLM's
+	// clear_thinking, Nemotron's truncate_history_thinking, …), unless
+	// the client sets them.
+	preserve := true
+	if v, ok := vars["preserve_reasoning"].(bool); ok {
+		preserve = v
+	} else if _, ok := vars["preserve_reasoning"]; !ok {
+		vars["preserve_reasoning"] = true
+	}
+	for k, v := range map[string]bool{"preserve_thinking": preserve, "clear_thinking": !preserve, "truncate_history_thinking": !preserve, "drop_thinking": !preserve} {
+		if _, ok := vars[k]; !ok {
+			vars[k] = v
+		}
+	}
+	if e, ok := vars["reasoning_effort"].(string); ok && e != "" {
+		if _, ok := vars["reasoning_strength"]; !ok {
+			vars["reasoning_strength"] = e
+		}
+	}
+	// The date variables llama-server gives every template (common/chat.cpp:
+	// strftime "%d %b %Y" and "%b %d %Y", local time), which Llama 3.x's
+	// templates print as "Today Date"; a client's own values win.
+	now := time.Now()
+	if _, ok := vars["date_string"]; !ok {
+		vars["date_string"] = now.Format("02 Jan 2006")
+	}
+	if _, ok := vars["datetime"]; !ok {
+		vars["datetime"] = now.Format("Jan 02 2006")
 	}
 	in := chattemplate.Input{
 		Messages: msgs, Tools: tools, AddGenerationPrompt: true,
@@ -82,8 +121,34 @@ func modelTemplate(m *engine.Model, req *Request, msgs []Message) (string, chatp
 		in.Messages = foldSystem(msgs)
 		text, err = t.Render(in)
 	}
+	if err != nil && hasToolCalls(in.Messages) {
+		// A template that cannot take arguments as an object (it adds
+		// them to a string): their JSON text, as llama-server passes
+		// arguments to such templates.
+		in.StringArguments = true
+		if text2, err2 := t.Render(in); err2 == nil {
+			text, err = text2, nil
+		} else {
+			in.StringArguments = false
+		}
+	}
+	if err != nil && len(in.Messages) > 1 && in.Messages[0].Role == "system" {
+		// Templates without a system role (Gemma 2's raises): the system
+		// prompt goes before the first turn's text, joined by a newline,
+		// as llama-server does for them.
+		slog.Debug("the chat template refused a system message; merging it into the first turn", "model", req.Model, "error", err)
+		merged := append([]Message(nil), in.Messages[1:]...)
+		merged[0].Content = in.Messages[0].Content + "\n" + merged[0].Content
+		retry := in
+		retry.Messages = merged
+		if text2, err2 := t.Render(retry); err2 == nil {
+			text, err = text2, nil
+		}
+	}
 	if err != nil {
-		return "", chatparse.Options{}, Errorf(Internal, "model %q: chat template: %v", req.Model, err)
+		// A template that raises (raise_exception) or fails on this chat:
+		// a 400 with the template's message, as llama-server answers.
+		return "", chatparse.Options{}, Errorf(BadRequest, "model %q: chat template: %v", req.Model, err)
 	}
 	// The tokenizer adds BOS itself: a template that writes it would
 	// double it.
@@ -91,6 +156,16 @@ func modelTemplate(m *engine.Model, req *Request, msgs []Message) (string, chatp
 		text = strings.TrimPrefix(text, in.BOSToken)
 	}
 	return text, outputOptions(req, src, text), nil
+}
+
+// hasToolCalls tells whether a chat has an assistant turn with calls.
+func hasToolCalls(msgs []Message) bool {
+	for _, m := range msgs {
+		if len(m.ToolCalls) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // laterSystem tells whether a chat has a system message after its first

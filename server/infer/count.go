@@ -57,6 +57,18 @@ func (s *Service) ApplyTemplate(ctx context.Context, req *Request) (string, erro
 	}
 	defer in.Release()
 	req = withModelDefaults(req, in.Entry)
+	if len(req.Media) > 0 {
+		// mtmd's marker where each image or clip goes, as the
+		// generation's prompt has it (and llama-server's answer, whose
+		// marker is mtmd's with LLAMA_MEDIA_MARKER=<__media__>).
+		var l *literals
+		if !req.Raw {
+			l = newLiterals(in.Model)
+		}
+		marked, _ := withMarkers(req, l)
+		text, _, _, err := renderLiterals(in.Model, marked, l)
+		return text, err
+	}
 	text, _, _, err := renderClient(in.Model, req)
 	return text, err
 }

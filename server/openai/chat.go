@@ -139,6 +139,9 @@ func messages(msgs []ChatMessage, model string, image func(string) ([]byte, erro
 			mi.AddMessageMedia(len(out), p.offset, p.media)
 		}
 		msg := infer.Message{Role: role, Content: content}
+		if role == "assistant" {
+			msg.Thinking = m.ReasoningContent
+		}
 		if tc := bytes.TrimSpace(m.ToolCalls); len(tc) > 0 && string(tc) != "null" {
 			var calls []ToolCall
 			if m.Role != "assistant" || json.Unmarshal(tc, &calls) != nil {
@@ -296,6 +299,25 @@ var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // template objects, the choice ("auto", "none" or "required") and the
 // function a named choice forces. A parameters schema the grammar cannot
 // use is refused: a forced call could not be held to it.
+// templateTool is a tool as chat templates see it, as llama-server
+// passes it: type, then the function's name, description ("" when not
+// given) and parameters ({} when not given), nothing else (no "strict").
+func templateTool(f *FunctionTool) any {
+	params := bytes.TrimSpace(f.Parameters)
+	if len(params) == 0 || string(params) == "null" {
+		params = json.RawMessage("{}")
+	}
+	type function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}
+	return struct {
+		Type     string   `json:"type"`
+		Function function `json:"function"`
+	}{"function", function{f.Name, f.Description, params}}
+}
+
 func checkTools(tools []Tool, choice json.RawMessage) ([]json.RawMessage, string, string, error) {
 	names := map[string]bool{}
 	var out []json.RawMessage
@@ -313,7 +335,7 @@ func checkTools(tools []Tool, choice json.RawMessage) ([]json.RawMessage, string
 		if ps := bytes.TrimSpace(t.Function.Parameters); len(ps) > 0 && string(ps) != "null" && ps[0] != '{' {
 			return nil, "", "", invalid(p+".function.parameters", "Invalid type for '%s.function.parameters': expected an object (a JSON schema).", p)
 		}
-		raw, err := json.Marshal(t)
+		raw, err := json.Marshal(templateTool(t.Function))
 		if err != nil {
 			return nil, "", "", invalid(p, "Invalid '%s': %v", p, err)
 		}

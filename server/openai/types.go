@@ -47,6 +47,10 @@ type ChatMessage struct {
 	Name       string          `json:"name"`
 	ToolCalls  json.RawMessage `json:"tool_calls"`
 	ToolCallID string          `json:"tool_call_id"`
+	// ReasoningContent is an assistant turn's reasoning, as llama-server
+	// answers and reads it back; templates that keep reasoning in the
+	// history render it (reasoning_content).
+	ReasoningContent string `json:"reasoning_content"`
 }
 
 // ContentPart is one part of a message's content.

@@ -1,0 +1,14 @@
+// Package templatediff holds the chat template differential of issue 35:
+// its test renders every chat template of the engine's llama.cpp release
+// (the source tree's models/templates/*.jinja, read at test time) through
+// Tadpole's POST /apply-template and through llama-server of the same
+// release (scripts/llama.sh server, `make llama-server`), for a fixed set
+// of conversations, and compares the prompts byte for byte. Each
+// difference is either listed with its reason in the test's table or
+// fails the test. The package has no code of its own.
+//
+// The test finds llama-server and the templates through LLAMA_SERVER and
+// LLAMA_CPP_SRC (the Makefile sets both), or from the engine's build
+// directory in CGO_CPPFLAGS; without a built llama-server it skips,
+// unless TADPOLE_REQUIRE_LLAMA_SERVER=1 (CI) makes that a failure.
+package templatediff
