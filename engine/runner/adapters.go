@@ -86,14 +86,28 @@ func (r *Runner) turnSet() (AdapterSet, bool) {
 		return AdapterSet{}, false
 	}
 	sort.Slice(sets, func(i, j int) bool { return sets[i].key < sets[j].key })
-	// The first set after the last turn's, wrapping.
+	// The last turn's set keeps the context for up to adapterTurnSteps
+	// steps while it has work (a set change makes llama.cpp re-plan the
+	// graph); then the first set after it, wrapping.
+	if r.turnSteps < adapterTurnSteps {
+		for _, s := range sets {
+			if s.key == r.lastTurn {
+				r.turnSteps++
+				return s, true
+			}
+		}
+	}
 	i := sort.Search(len(sets), func(i int) bool { return sets[i].key > r.lastTurn })
 	if i == len(sets) {
 		i = 0
 	}
-	r.lastTurn = sets[i].key
+	r.lastTurn, r.turnSteps = sets[i].key, 1
 	return sets[i], true
 }
+
+// adapterTurnSteps is how many steps in a row one adapter set decodes
+// while other sets wait, when several have work.
+const adapterTurnSteps = 8
 
 // cacheKeyFor is the prompt cache's key of a sequence computed under the
 // adapter set named key.

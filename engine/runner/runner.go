@@ -211,6 +211,7 @@ type Runner struct {
 	adapterKey  string
 	adaptersSet bool
 	lastTurn    string
+	turnSteps   int
 	// adapterReg is the adapters loaded for the model (adapters.go).
 	adapterReg adapterRegistry
 	wake      chan struct{}

@@ -95,3 +95,49 @@ func WriteBigramAdapter(path, name string, changes map[string]string) error {
 	}
 	return nil
 }
+
+// RandomAdapter returns a LoRA adapter of rank rank for the model whose
+// GGUF header is f: random F16 low-rank factors for every tensor of f
+// whose name ends in one of targets (e.g. "attn_q.weight",
+// "attn_v.weight", the usual PEFT targets), scaled so that the change is
+// small. For benchmarks: what the adapter says is not known, what it
+// costs is a real adapter's.
+func RandomAdapter(f *gguf.File, rank int, seed int64, targets ...string) ([]gguf.KV, []gguf.Tensor, error) {
+	if rank <= 0 {
+		return nil, nil, fmt.Errorf("random adapter: rank %d", rank)
+	}
+	kvs := []gguf.KV{
+		{Key: "general.architecture", Value: f.Architecture()},
+		{Key: "general.type", Value: "adapter"},
+		{Key: "general.name", Value: fmt.Sprintf("random rank-%d adapter %d", rank, seed)},
+		{Key: "adapter.type", Value: "lora"},
+		{Key: "adapter.lora.alpha", Value: float32(rank)},
+	}
+	var tensors []gguf.Tensor
+	for _, t := range f.Tensors {
+		hit := false
+		for _, suf := range targets {
+			hit = hit || len(t.Name) >= len(suf) && t.Name[len(t.Name)-len(suf):] == suf
+		}
+		if !hit || len(t.Dims) != 2 {
+			continue
+		}
+		in, out := t.Dims[0], t.Dims[1]
+		r := tensorRNG(seed, t.Name)
+		a := make([]float32, uint64(rank)*in)
+		for i := range a {
+			a[i] = 0.01 * r.uniform()
+		}
+		b := make([]float32, out*uint64(rank))
+		for i := range b {
+			b[i] = 0.01 * r.uniform()
+		}
+		tensors = append(tensors,
+			gguf.Tensor{Name: t.Name + ".lora_a", Dims: []uint64{in, uint64(rank)}, Type: gguf.F16, Data: encodeF32(a, gguf.F16)},
+			gguf.Tensor{Name: t.Name + ".lora_b", Dims: []uint64{uint64(rank), out}, Type: gguf.F16, Data: encodeF32(b, gguf.F16)})
+	}
+	if len(tensors) == 0 {
+		return nil, nil, fmt.Errorf("random adapter: no tensor of the model ends in %v", targets)
+	}
+	return kvs, tensors, nil
+}

@@ -78,6 +78,7 @@ func main() {
 	imageText := flag.Int("image-text-streams", 1, "-images: text streams measured alone and beside the image load")
 	imageLoaders := flag.Int("image-loaders", 2, "-images: clients sending image requests back to back while the text is measured")
 	imageWindow := flag.Duration("image-window", 2*time.Second, "-images: how long text is measured each time, alone and beside the image load")
+	loraRank := flag.Int("lora", 0, "also measure LoRA adapters of this rank (random, on attn_q and attn_v): memory with 0/1/4 loaded, and decode at the largest -streams with none, one, and 4 taking turns")
 	promptText := flag.String("prompt-text", "", "with -http: every request's prompt is this text instead of the generated tokens (e.g. \"ping pong ping pong ping\" on the bigram models, whose answer repeats it: a workload for speculative decoding)")
 	draftModel := flag.String("draft", "", "with -http: the first Tadpole serves this GGUF as the model's draft model (--draft); compare with -tadpole2-args \"--draft-max 0\"")
 	tadpole2 := flag.String("tadpole2-args", "", "with -http: measure a second Tadpole, started with these extra flags, instead of a peer (e.g. \"--draft-max 0\": speculative decoding off against on)")
@@ -158,6 +159,9 @@ func main() {
 			fmt.Printf("| %d | %.1f | %.1f | %.3f | %.1f | %.1f | %.3f |\n", s, rg, ug, ug/rg, rs, us, us/rs)
 		}
 		fmt.Println()
+	}
+	if *loraRank > 0 {
+		loraBench(m, path, *loraRank, maxStreams, *n, nctx, *threads, benchSampling)
 	}
 	if !*httpBench && *peerURL == "" && *llamaServer == "" {
 		return
