@@ -175,6 +175,8 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 		return p.deepSeek(body)
 	case "<function=":
 		return p.functionTag(body)
+	case kimiSectionBegin:
+		return p.kimi(body)
 	}
 	body = unfence(body)
 	if inner, ok := strings.CutPrefix(body, "<function="); ok {
@@ -184,6 +186,9 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 			return nil, fmt.Errorf("<function=…> without </function>")
 		}
 		return p.functionTag(inner)
+	}
+	if body != "" && body[0] != '{' && body[0] != '[' {
+		return p.glm(body)
 	}
 	calls, _, err := p.callsFromJSON(body, false, false)
 	return calls, err
@@ -440,4 +445,87 @@ func newCallID() string {
 		b[i] = idChars[int(b[i])%len(idChars)]
 	}
 	return "call_" + string(b)
+}
+
+// glm reads GLM 4.5-4.7's call, the inside of <tool_call>…</tool_call>:
+// "name\n<arg_key>key</arg_key>\n<arg_value>value</arg_value>…". A value
+// that is JSON (a number, true, an object, …) is taken as such; any other
+// is a string, as it is.
+func (p *Parser) glm(body string) ([]ToolCall, error) {
+	name, rest, _ := strings.Cut(body, "<arg_key>")
+	if name = strings.TrimSpace(name); name == "" || strings.ContainsAny(name, " \t\n<>{}\"") {
+		return nil, fmt.Errorf("not a call: %.40q", body)
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for n := 0; rest != ""; n++ {
+		key, after, ok := strings.Cut(rest, "</arg_key>")
+		if !ok {
+			return nil, fmt.Errorf("call of %q: <arg_key> without </arg_key>", name)
+		}
+		after, ok = strings.CutPrefix(strings.TrimLeft(after, " \t\r\n"), "<arg_value>")
+		if !ok {
+			return nil, fmt.Errorf("call of %q: argument %q without <arg_value>", name, key)
+		}
+		value, after, ok := strings.Cut(after, "</arg_value>")
+		if !ok {
+			return nil, fmt.Errorf("call of %q: argument %q without </arg_value>", name, key)
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(jsonString(strings.TrimSpace(key)))
+		b.WriteByte(':')
+		if v := strings.TrimSpace(value); v != "" && json.Valid([]byte(v)) {
+			b.WriteString(v)
+		} else {
+			b.Write(jsonString(value))
+		}
+		rest = strings.TrimSpace(after)
+		if rest != "" {
+			if rest, ok = strings.CutPrefix(rest, "<arg_key>"); !ok {
+				return nil, fmt.Errorf("call of %q: text between arguments", name)
+			}
+		}
+	}
+	b.WriteByte('}')
+	c, err := p.call(name, b.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	return []ToolCall{c}, nil
+}
+
+// kimi reads Kimi K2's calls, the inside of its tool-calls section: each
+// "<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{…}
+// <|tool_call_end|>".
+func (p *Parser) kimi(body string) ([]ToolCall, error) {
+	var calls []ToolCall
+	for _, part := range strings.Split(body, kimiCallBegin) {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		part, ok := strings.CutSuffix(part, kimiCallEnd)
+		if !ok {
+			return nil, fmt.Errorf("a Kimi call without its end")
+		}
+		id, args, ok := strings.Cut(part, kimiArgsBegin)
+		if !ok {
+			return nil, fmt.Errorf("a Kimi call without its arguments")
+		}
+		name := strings.TrimPrefix(strings.TrimSpace(id), "functions.")
+		if i := strings.LastIndexByte(name, ':'); i >= 0 {
+			name = name[:i]
+		}
+		c, err := p.call(name, json.RawMessage(args))
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, c)
+	}
+	if len(calls) == 0 {
+		return nil, fmt.Errorf("no call in the Kimi tool-calls section")
+	}
+	return calls, nil
 }

@@ -43,12 +43,16 @@ const (
 	// commentary to=functions.NAME <|constrain|>json<|message|>{…}
 	// (harmony.go).
 	Harmony
+	// Kimi: Kimi K2's <|tool_calls_section_begin|><|tool_call_begin|>
+	// functions.NAME:IDX<|tool_call_argument_begin|>{…}<|tool_call_end|>
+	// <|tool_calls_section_end|>.
+	Kimi
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi",
 }
 
 func (f Format) String() string {
@@ -67,6 +71,8 @@ func DetectFormat(template string) Format {
 		return Harmony
 	case has(deepSeekCallsBegin):
 		return DeepSeek
+	case has(kimiSectionBegin):
+		return Kimi
 	case has("<|tool_call|>"):
 		return Granite
 	case has("<|START_ACTION|>"):
@@ -94,6 +100,15 @@ const (
 	deepSeekCallBegin  = "<｜tool▁call▁begin｜>"
 	deepSeekCallEnd    = "<｜tool▁call▁end｜>"
 	deepSeekSep        = "<｜tool▁sep｜>"
+)
+
+// Kimi K2's tool-call markup.
+const (
+	kimiSectionBegin = "<|tool_calls_section_begin|>"
+	kimiSectionEnd   = "<|tool_calls_section_end|>"
+	kimiCallBegin    = "<|tool_call_begin|>"
+	kimiArgsBegin    = "<|tool_call_argument_begin|>"
+	kimiCallEnd      = "<|tool_call_end|>"
 )
 
 // thinkingTags are the open/close pairs of thinking blocks.
@@ -131,6 +146,8 @@ func markers(f Format) []callMarker {
 		return []callMarker{{"Action:", ""}}
 	case DeepSeek:
 		return []callMarker{{deepSeekCallsBegin, deepSeekCallsEnd}}
+	case Kimi:
+		return []callMarker{{kimiSectionBegin, kimiSectionEnd}}
 	}
 	return nil
 }
@@ -140,5 +157,5 @@ func markers(f Format) []callMarker {
 // JSON; so does a forced call's grammar for them). Hermes and Command-R
 // models mark their calls, and their answers may well be JSON.
 func jsonAnswers(f Format) bool {
-	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek
+	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi
 }

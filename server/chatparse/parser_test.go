@@ -148,6 +148,20 @@ var parseCases = []parseCase{
 		text: "a <tool b <thin c < d <tool_cal", content: "a <tool b <thin c < d <tool_cal"},
 	// gpt-oss (harmony): control tokens (<|end|>, <|call|>, <|return|>)
 	// are not in the text, user-defined ones are.
+	// GLM 4.5-4.7 (Hermes' <tool_call> with <arg_key>/<arg_value> pairs)
+	// and Kimi K2, as llama-server reads them (issue 35's differential).
+	{name: "glm: arguments as key/value pairs", o: Options{Format: Hermes, Tools: weather, Thinking: true},
+		text:     "\n<think>Weather.</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>unit</arg_key>\n<arg_value>{\"scale\": \"c\", \"precise\": true}</arg_value>\n<arg_key>note</arg_key>\n<arg_value>say \"hi\"\nbye</arg_value>\n</tool_call>",
+		thinking: "Weather.", calls: []call{{"get_weather", `{"city":"Paris","unit":{"scale":"c","precise":true},"note":"say \"hi\"\nbye"}`}}},
+	{name: "glm: no arguments", o: Options{Format: Hermes, Tools: weather},
+		text: "<tool_call>get_time</tool_call>", calls: []call{{"get_time", `{}`}}},
+	{name: "glm: a value without its close is content", o: Options{Format: Hermes, Tools: weather},
+		text: "<tool_call>get_time\n<arg_key>tz</arg_key><arg_value>CET</tool_call>", content: "<tool_call>get_time\n<arg_key>tz</arg_key><arg_value>CET</tool_call>", warn: true},
+	{name: "kimi: two calls", o: Options{Format: Kimi, Tools: weather},
+		text:    "Checking.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\", \"note\": \"say \\\"hi\\\"\\nbye\"}<|tool_call_end|><|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>",
+		content: "Checking.", calls: []call{{"get_weather", `{"city":"Paris","note":"say \"hi\"\nbye"}`}, {"get_time", `{}`}}},
+	{name: "kimi: an undeclared function is content", o: Options{Format: Kimi, Tools: weather},
+		text: "<|tool_calls_section_begin|><|tool_call_begin|>functions.rm:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>", content: "<|tool_calls_section_begin|><|tool_call_begin|>functions.rm:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>", warn: true},
 	{name: "harmony: analysis then final", o: Options{Format: Harmony, Thinking: true},
 		text:     "<|channel|>analysis<|message|>User says hi. Reply.<|start|>assistant<|channel|>final<|message|>Hello! How can I help?",
 		thinking: "User says hi. Reply.", content: "Hello! How can I help?"},
@@ -296,7 +310,8 @@ func TestDetectFormat(t *testing.T) {
 		"<function=":              FunctionTag,
 		"<tool_call>\n<function=": Hermes,
 		"<|START_ACTION|>":        CommandR,
-		"{% for m in messages %}{{ m.content }}{% endfor %}": Generic,
+		"<|tool_calls_section_begin|>{{ x }}<|tool_call_begin|>": Kimi,
+		"{% for m in messages %}{{ m.content }}{% endfor %}":     Generic,
 	} {
 		if got := DetectFormat(tmpl); got != want {
 			t.Errorf("%q: %v, want %v", tmpl, got, want)
