@@ -60,3 +60,113 @@ func GptOss(tmpl string) FamilyScript {
 		ToolResultMarker: "to=assistant",
 	}
 }
+
+// withNewlines is pieces with "\n" before the first and after the last
+// (a family that writes its reasoning on lines of its own).
+func withNewlines(pieces []string, before, after string) []string {
+	out := append([]string(nil), pieces...)
+	out[0] = before + out[0]
+	out[len(out)-1] += after
+	return out
+}
+
+// The arguments as XML-style parameters (Qwen3-Coder, Qwen3.5, GLM):
+// the nested object as JSON, the string as it is.
+const (
+	familyUnitJSON = `{"scale": "celsius", "precise": true}`
+	familyNote     = "say \"hi\"\nbye"
+)
+
+// chatML is the ChatML families' control tokens.
+var chatML = []string{ImStartToken, ImEndToken}
+
+// Qwen3 is the scripted Qwen3 model (Qwen-Qwen3-0.6B.jinja): after
+// "<|im_start|>assistant\n",
+//
+//	<think>\nREASONING\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": ARGUMENTS}\n</tool_call>
+//
+// and after a <tool_response>, the answer.
+func Qwen3(tmpl string) FamilyScript {
+	turn1 := append([]string{"<think>"}, withNewlines(familyReasoning, "\n", "\n")...)
+	turn1 = append(turn1, "</think>", "\n\n", "<tool_call>", "\n{\"name\": \""+FamilyTool+"\", \"arguments\": ")
+	turn1 = append(append(turn1, familyArguments...), "}\n", "</tool_call>", ImEndToken)
+	return FamilyScript{
+		Name: "Tadpole scripted Qwen3 test model", Template: tmpl, Specials: chatML,
+		UserTokens: []string{"<think>", "</think>", "<tool_call>", "</tool_call>", "</tool_response>"},
+		Trigger:    "<0x0A>", ToolResultMarker: "<tool_response>",
+		Turn1: turn1, Turn2: append(append([]string(nil), familyAnswer...), ImEndToken),
+	}
+}
+
+// Qwen35 is the scripted Qwen3.5 model (Qwen3.5-4B.jinja, Qwen3-Coder's
+// call syntax): its prompt ends "<think>\n", so it writes
+//
+//	REASONING\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>…</function>\n</tool_call>
+//
+// and after a <tool_response>, "</think>\n\n" and the answer.
+func Qwen35(tmpl string) FamilyScript {
+	turn1 := append(withNewlines(familyReasoning, "", "\n"), "</think>", "\n\n", "<tool_call>",
+		"\n<function="+FamilyTool+">\n<parameter=city>\nParis\n</parameter>\n<parameter=unit>\n", familyUnitJSON,
+		"\n</parameter>\n<parameter=note>\n", familyNote, "\n</parameter>\n</function>\n", "</tool_call>", ImEndToken)
+	return FamilyScript{
+		Name: "Tadpole scripted Qwen3.5 test model", Template: tmpl, Specials: chatML,
+		UserTokens: []string{"<think>", "</think>", "<tool_call>", "</tool_call>", "</tool_response>"},
+		Trigger:    "<0x0A>", ToolResultMarker: "<tool_response>",
+		Turn1: turn1, Turn2: append(append([]string{"</think>", "\n\n"}, familyAnswer...), ImEndToken),
+	}
+}
+
+// GLM46 is the scripted GLM-4.6 model (GLM-4.6.jinja): after
+// "<|assistant|>",
+//
+//	\n<think>REASONING</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>…</tool_call>
+//
+// and after a tool result (<|observation|>), the answer.
+func GLM46(tmpl string) FamilyScript {
+	turn1 := append([]string{"\n", "<think>"}, familyReasoning...)
+	turn1 = append(turn1, "</think>", "\n<tool_call>"+FamilyTool+"\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>unit</arg_key>\n<arg_value>",
+		familyUnitJSON, "</arg_value>\n<arg_key>note</arg_key>\n<arg_value>", familyNote, "</arg_value>\n</tool_call>")
+	return FamilyScript{
+		Name: "Tadpole scripted GLM-4.6 test model", Template: tmpl,
+		Specials:   []string{"[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>", "<|endoftext|>"},
+		UserTokens: []string{"<think>", "</think>"},
+		Trigger:    "<|assistant|>", ToolResultMarker: "<|observation|>",
+		Turn1: turn1, Turn2: append([]string{"\n"}, familyAnswer...),
+	}
+}
+
+// Granite4 is the scripted Granite 4.0 model (ibm-granite-granite-4.0.jinja):
+// after "<|start_of_role|>assistant<|end_of_role|>",
+//
+//	<tool_call>\n{"name": "get_weather", "arguments": ARGUMENTS}\n</tool_call><|end_of_text|>
+//
+// (no reasoning), and after a <tool_response>, the answer.
+func Granite4(tmpl string) FamilyScript {
+	turn1 := []string{"<tool_call>", "\n{\"name\": \"" + FamilyTool + "\", \"arguments\": "}
+	turn1 = append(append(turn1, familyArguments...), "}\n", "</tool_call>", "<|end_of_text|>")
+	return FamilyScript{
+		Name: "Tadpole scripted Granite 4.0 test model", Template: tmpl,
+		Specials:   []string{"<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>"},
+		UserTokens: []string{"<tool_call>", "</tool_call>", "</tool_response>"},
+		Trigger:    "<|end_of_role|>", ToolResultMarker: "<tool_response>",
+		Turn1: turn1, Turn2: append(append([]string(nil), familyAnswer...), "<|end_of_text|>"),
+	}
+}
+
+// KimiK2 is the scripted Kimi K2 model (moonshotai-Kimi-K2.jinja): after
+// "<|im_assistant|>assistant<|im_middle|>",
+//
+//	<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>ARGUMENTS<|tool_call_end|><|tool_calls_section_end|><|im_end|>
+//
+// (no reasoning), and after a tool result ("## Return of"), the answer.
+func KimiK2(tmpl string) FamilyScript {
+	turn1 := []string{"<|tool_calls_section_begin|>", "<|tool_call_begin|>", "functions." + FamilyTool + ":0", "<|tool_call_argument_begin|>"}
+	turn1 = append(append(turn1, familyArguments...), "<|tool_call_end|>", "<|tool_calls_section_end|>", "<|im_end|>")
+	return FamilyScript{
+		Name: "Tadpole scripted Kimi K2 test model", Template: tmpl,
+		Specials:   []string{"<|im_user|>", "<|im_assistant|>", "<|im_system|>", "<|im_middle|>", "<|im_end|>"},
+		UserTokens: []string{"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"},
+		Trigger:    "<|im_middle|>", ToolResultMarker: "## Return of",
+		Turn1: turn1, Turn2: append(append([]string(nil), familyAnswer...), "<|im_end|>"),
+	}
+}

@@ -18,8 +18,8 @@ import (
 // writes it only for a tool result) it writes Turn2 (the final answer).
 //
 // Turn1 and Turn2 are the answers' tokens: a piece that is one of
-// Specials is that control token, Trigger and ToolResultMarker are
-// user-defined tokens (they tokenize whole wherever they appear), a
+// Specials is that control token, one of UserTokens that token, Trigger
+// and ToolResultMarker are user-defined tokens (they tokenize whole wherever they appear), a
 // "<0xNN>" piece is that byte, and any other piece is an ordinary token
 // whose spaces are SentencePiece's "▁". A token may come back in an
 // answer (gpt-oss writes <|channel|> and <|message|> twice before its
@@ -30,6 +30,9 @@ type FamilyScript struct {
 	Name     string   // general.name
 	Template string   // tokenizer.chat_template: the family's template
 	Specials []string // the family's control tokens (EOG ones by llama.cpp's rules)
+	// UserTokens are the family's added tokens that print (user-defined:
+	// Qwen's <think> and <tool_call>).
+	UserTokens []string
 	// Trigger is the last token of the template's generation prompt
 	// (gpt-oss: "assistant" of "<|start|>assistant"; "<0x0A>" for a
 	// prompt ending in a newline).
@@ -61,7 +64,7 @@ func FamilyScriptModel(s FamilyScript) ([]gguf.KV, []gguf.Tensor, error) {
 		s.ContextLength = 8192
 	}
 	special := map[string]bool{}
-	for _, t := range s.Specials {
+	for _, t := range append(append([]string(nil), s.Specials...), s.UserTokens...) {
 		special[t] = true
 	}
 	structural := func(tok string) bool {
@@ -161,7 +164,7 @@ func FamilyScriptModel(s FamilyScript) ([]gguf.KV, []gguf.Tensor, error) {
 	for _, t := range s.Specials {
 		v.add(t, 0, tokControl)
 	}
-	for _, t := range []string{s.Trigger, s.ToolResultMarker} {
+	for _, t := range append([]string{s.Trigger, s.ToolResultMarker}, s.UserTokens...) {
 		if !isByteToken(t) {
 			v.add(t, 0, tokUserDefined)
 		}
