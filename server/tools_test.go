@@ -328,11 +328,14 @@ func TestToolAndTemplateErrors(t *testing.T) {
 		t.Fatalf("invalid tool schema: %v", err)
 	}
 
-	// A GGUF whose Jinja template raises: 500 with the model and message.
+	// A GGUF whose Jinja template raises (here on any user message
+	// holding "Hi"; a template refusing a system role gets it folded into
+	// the first turn, as llama-server does): 400 with the model and the
+	// template's message, as llama-server answers.
 	kvs, tensors := testmodels.Bigram()
 	for i := range kvs {
 		if kvs[i].Key == "tokenizer.chat_template" {
-			kvs[i].Value = `{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{{ m.content }}{% endfor %}`
+			kvs[i].Value = `{% for m in messages %}{% if 'Hi' in m.content %}{{ raise_exception('Greetings not supported') }}{% endif %}{{ m.content }}{% endfor %}`
 		}
 	}
 	path := filepath.Join(t.TempDir(), "raises.gguf")
@@ -344,8 +347,8 @@ func TestToolAndTemplateErrors(t *testing.T) {
 	ts2 := serveForTest(t, srv)
 	err = ts2.Client.Chat(ctx, &api.ChatRequest{Model: "raises", Stream: ptr(false),
 		Messages: []api.Message{{Role: "system", Content: "S"}, {Role: "user", Content: "Hi"}}}, func(api.ChatResponse) error { return nil })
-	if !asStatus(err, &se) || se.StatusCode != http.StatusInternalServerError ||
-		!strings.Contains(se.Message, `"raises"`) || !strings.Contains(se.Message, "System role not supported") {
+	if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest ||
+		!strings.Contains(se.Message, `"raises"`) || !strings.Contains(se.Message, "Greetings not supported") {
 		t.Fatalf("raising template: %v", err)
 	}
 }
