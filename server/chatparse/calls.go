@@ -177,6 +177,8 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 		return p.functionTag(body)
 	case kimiSectionBegin:
 		return p.kimi(body)
+	case miniMaxCallBegin:
+		return p.miniMax(body)
 	}
 	body = unfence(body)
 	if inner, ok := strings.CutPrefix(body, "<function="); ok {
@@ -526,6 +528,70 @@ func (p *Parser) kimi(body string) ([]ToolCall, error) {
 	}
 	if len(calls) == 0 {
 		return nil, fmt.Errorf("no call in the Kimi tool-calls section")
+	}
+	return calls, nil
+}
+
+// miniMax reads MiniMax M2's calls, the inside of <minimax:tool_call>:
+// each <invoke name="NAME"> with <parameter name="KEY">VALUE</parameter>
+// elements (a value that is JSON is taken as such, any other is a
+// string), then </invoke>.
+func (p *Parser) miniMax(body string) ([]ToolCall, error) {
+	var calls []ToolCall
+	for rest := strings.TrimSpace(body); rest != ""; rest = strings.TrimSpace(rest) {
+		r, ok := strings.CutPrefix(rest, `<invoke name="`)
+		if !ok {
+			return nil, fmt.Errorf("text between MiniMax calls")
+		}
+		name, r, ok := strings.Cut(r, `">`)
+		if !ok {
+			return nil, fmt.Errorf("a MiniMax <invoke> without its name's end")
+		}
+		inner, after, ok := strings.Cut(r, "</invoke>")
+		if !ok {
+			return nil, fmt.Errorf("call of %q without </invoke>", name)
+		}
+		var b bytes.Buffer
+		b.WriteByte('{')
+		for n := 0; ; n++ {
+			inner = strings.TrimSpace(inner)
+			if inner == "" {
+				break
+			}
+			q, ok := strings.CutPrefix(inner, `<parameter name="`)
+			if !ok {
+				return nil, fmt.Errorf("call of %q: text between parameters", name)
+			}
+			key, q, ok := strings.Cut(q, `">`)
+			if !ok {
+				return nil, fmt.Errorf("call of %q: a parameter without its name's end", name)
+			}
+			value, q, ok := strings.Cut(q, "</parameter>")
+			if !ok {
+				return nil, fmt.Errorf("call of %q: parameter %q without </parameter>", name, key)
+			}
+			if n > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(jsonString(key))
+			b.WriteByte(':')
+			if v := strings.TrimSpace(value); v != "" && json.Valid([]byte(v)) {
+				b.WriteString(v)
+			} else {
+				b.Write(jsonString(value))
+			}
+			inner = q
+		}
+		b.WriteByte('}')
+		c, err := p.call(name, b.Bytes())
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, c)
+		rest = after
+	}
+	if len(calls) == 0 {
+		return nil, fmt.Errorf("no call in the MiniMax block")
 	}
 	return calls, nil
 }

@@ -47,12 +47,18 @@ const (
 	// functions.NAME:IDX<|tool_call_argument_begin|>{…}<|tool_call_end|>
 	// <|tool_calls_section_end|>.
 	Kimi
+	// MiniMax: MiniMax M2's <minimax:tool_call><invoke name="NAME">
+	// <parameter name="KEY">VALUE</parameter>…</invoke></minimax:tool_call>.
+	MiniMax
+	// Seed: ByteDance Seed-OSS's <seed:tool_call><function=NAME>
+	// <parameter=KEY>VALUE</parameter>…</function></seed:tool_call>.
+	Seed
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed",
 }
 
 func (f Format) String() string {
@@ -73,6 +79,10 @@ func DetectFormat(template string) Format {
 		return DeepSeek
 	case has(kimiSectionBegin):
 		return Kimi
+	case has(miniMaxCallBegin):
+		return MiniMax
+	case has(seedCallBegin):
+		return Seed
 	case has("<|tool_call|>"):
 		return Granite
 	case has("<|START_ACTION|>"):
@@ -111,12 +121,21 @@ const (
 	kimiCallEnd      = "<|tool_call_end|>"
 )
 
+// MiniMax M2's and Seed-OSS's call blocks.
+const (
+	miniMaxCallBegin = "<minimax:tool_call>"
+	miniMaxCallEnd   = "</minimax:tool_call>"
+	seedCallBegin    = "<seed:tool_call>"
+	seedCallEnd      = "</seed:tool_call>"
+)
+
 // thinkingTags are the open/close pairs of thinking blocks.
 var thinkingTags = [][2]string{
 	{"<think>", "</think>"},
 	{"[THINK]", "[/THINK]"},
 	{"<|START_THINKING|>", "<|END_THINKING|>"},
 	{"<thinking>", "</thinking>"},
+	{"<seed:think>", "</seed:think>"},
 }
 
 // callMarker is markup that opens a tool call: blocks end at close;
@@ -148,6 +167,10 @@ func markers(f Format) []callMarker {
 		return []callMarker{{deepSeekCallsBegin, deepSeekCallsEnd}}
 	case Kimi:
 		return []callMarker{{kimiSectionBegin, kimiSectionEnd}}
+	case MiniMax:
+		return []callMarker{{miniMaxCallBegin, miniMaxCallEnd}}
+	case Seed:
+		return []callMarker{{seedCallBegin, seedCallEnd}}
 	}
 	return nil
 }
@@ -157,5 +180,5 @@ func markers(f Format) []callMarker {
 // JSON; so does a forced call's grammar for them). Hermes and Command-R
 // models mark their calls, and their answers may well be JSON.
 func jsonAnswers(f Format) bool {
-	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi
+	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed
 }

@@ -162,6 +162,14 @@ var parseCases = []parseCase{
 		content: "Checking.", calls: []call{{"get_weather", `{"city":"Paris","note":"say \"hi\"\nbye"}`}, {"get_time", `{}`}}},
 	{name: "kimi: an undeclared function is content", o: Options{Format: Kimi, Tools: weather},
 		text: "<|tool_calls_section_begin|><|tool_call_begin|>functions.rm:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>", content: "<|tool_calls_section_begin|><|tool_call_begin|>functions.rm:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>", warn: true},
+	{name: "minimax: two invokes after thinking", o: Options{Format: MiniMax, Tools: weather, Thinking: true, StartInThinking: true},
+		text:     "Weather.\n</think>\n\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n<parameter name=\"unit\">{\"scale\": \"c\"}</parameter>\n<parameter name=\"note\">say \"hi\"\nbye</parameter>\n</invoke>\n<invoke name=\"get_time\">\n</invoke>\n</minimax:tool_call>",
+		thinking: "Weather.", calls: []call{{"get_weather", `{"city":"Paris","unit":{"scale":"c"},"note":"say \"hi\"\nbye"}`}, {"get_time", `{}`}}},
+	{name: "minimax: a parameter without its close is content", o: Options{Format: MiniMax, Tools: weather},
+		text: "<minimax:tool_call><invoke name=\"get_time\"><parameter name=\"tz\">CET</invoke></minimax:tool_call>", content: "<minimax:tool_call><invoke name=\"get_time\"><parameter name=\"tz\">CET</invoke></minimax:tool_call>", warn: true},
+	{name: "seed: seed:think, then a function block", o: Options{Format: Seed, Tools: weather, Thinking: true},
+		text:     "<seed:think>Weather.</seed:think>\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n<parameter=unit>{\"scale\": \"c\"}</parameter>\n</function>\n</seed:tool_call>",
+		thinking: "Weather.", calls: []call{{"get_weather", `{"city":"Paris","unit":{"scale":"c"}}`}}},
 	{name: "harmony: analysis then final", o: Options{Format: Harmony, Thinking: true},
 		text:     "<|channel|>analysis<|message|>User says hi. Reply.<|start|>assistant<|channel|>final<|message|>Hello! How can I help?",
 		thinking: "User says hi. Reply.", content: "Hello! How can I help?"},
@@ -311,6 +319,8 @@ func TestDetectFormat(t *testing.T) {
 		"<tool_call>\n<function=": Hermes,
 		"<|START_ACTION|>":        CommandR,
 		"<|tool_calls_section_begin|>{{ x }}<|tool_call_begin|>": Kimi,
+		"{%- set t = '<minimax:tool_call>' -%}":                  MiniMax,
+		"'<seed:tool_call>' + '\n<function='":                    Seed,
 		"{% for m in messages %}{{ m.content }}{% endfor %}":     Generic,
 	} {
 		if got := DetectFormat(tmpl); got != want {
