@@ -97,6 +97,8 @@ var scriptedFamilies = []struct {
 	{"GLM-4.6.jinja", testmodels.GLM46, false},
 	{"ibm-granite-granite-4.0.jinja", testmodels.Granite4, true},
 	{"moonshotai-Kimi-K2.jinja", testmodels.KimiK2, true},
+	{"MiniMax-M2.jinja", testmodels.MiniMaxM2, false},
+	{"ByteDance-Seed-OSS.jinja", testmodels.SeedOSS, false},
 }
 
 // listedDifferences are the differences from llama-server that are
@@ -107,6 +109,12 @@ var listedDifferences = map[string]string{
 	"Qwen-Qwen3-0.6B.jinja/turn1": "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
 	"Qwen3.5-4B.jinja/turn1":      "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
 	"GLM-4.6.jinja/turn2":         "GLM writes a newline after <|assistant|>: llama-server's GLM parser drops it from content, Tadpole keeps content as written",
+	"MiniMax-M2.jinja/turn1":      "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
+	// Not a parse: llama-server's lazy grammar for Seed-OSS does not let
+	// the model end after </seed:tool_call>, so the scripted model (flat
+	// logits off its script) writes a second call of garbage; Tadpole's
+	// sampler leaves it free to write <seed:eos>.
+	"ByteDance-Seed-OSS.jinja/turn1": "llama-server's tool grammar forbids ending after the call: a second, garbage call",
 }
 
 // The parsing differential (issue 35): each scripted family model is

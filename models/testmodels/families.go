@@ -170,3 +170,41 @@ func KimiK2(tmpl string) FamilyScript {
 		Turn1: turn1, Turn2: append(append([]string(nil), familyAnswer...), "<|im_end|>"),
 	}
 }
+
+// MiniMaxM2 is the scripted MiniMax M2 model (MiniMax-M2.jinja): its
+// prompt ends "<think>\n", so it writes
+//
+//	REASONING\n</think>\n\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>…</invoke>\n</minimax:tool_call>[e~[
+//
+// and after a tool result (<response>), "</think>\n\n" and the answer.
+func MiniMaxM2(tmpl string) FamilyScript {
+	turn1 := append(withNewlines(familyReasoning, "", "\n"), "</think>", "\n\n",
+		"<minimax:tool_call>\n<invoke name=\""+FamilyTool+"\">\n<parameter name=\"city\">Paris</parameter>\n<parameter name=\"unit\">", familyUnitJSON,
+		"</parameter>\n<parameter name=\"note\">", familyNote, "</parameter>\n</invoke>\n</minimax:tool_call>", "[e~[")
+	return FamilyScript{
+		Name: "Tadpole scripted MiniMax M2 test model", Template: tmpl,
+		Specials:   []string{"]~b]", "]~!b[", "[e~["},
+		UserTokens: []string{"<think>", "</think>"},
+		Trigger:    "<0x0A>", ToolResultMarker: "<response>",
+		Turn1: turn1, Turn2: append(append([]string{"</think>", "\n\n"}, familyAnswer...), "[e~["),
+	}
+}
+
+// SeedOSS is the scripted Seed-OSS model (ByteDance-Seed-OSS.jinja):
+// after "<seed:bos>assistant\n",
+//
+//	<seed:think>REASONING</seed:think>\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>…</function>\n</seed:tool_call><seed:eos>
+//
+// and after a tool result (its "sky"), the answer.
+func SeedOSS(tmpl string) FamilyScript {
+	turn1 := append([]string{"<seed:think>"}, familyReasoning...)
+	turn1 = append(turn1, "</seed:think>", "\n<seed:tool_call>\n<function="+FamilyTool+">\n<parameter=city>Paris</parameter>\n<parameter=unit>", familyUnitJSON,
+		"</parameter>\n<parameter=note>", familyNote, "</parameter>\n</function>\n</seed:tool_call>", "<seed:eos>")
+	return FamilyScript{
+		Name: "Tadpole scripted Seed-OSS test model", Template: tmpl,
+		Specials:   []string{"<seed:bos>", "<seed:eos>", "<seed:pad>"},
+		UserTokens: []string{"<seed:think>", "</seed:think>"},
+		Trigger:    "<0x0A>", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append(append([]string(nil), familyAnswer...), "<seed:eos>"),
+	}
+}
