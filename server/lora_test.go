@@ -207,3 +207,77 @@ func TestLoRAAdaptersEndpoint(t *testing.T) {
 		t.Errorf("DELETE: %d", code)
 	}
 }
+
+// TestLoRADialects: the per-request "lora" field on OpenAI chat and
+// completions (llama-server's), Anthropic messages and Responses (an
+// extra body field), by name and by id, and a bad list in each dialect's
+// error shape.
+func TestLoRADialects(t *testing.T) {
+	ts := loraServer(t)
+	// Load colors onto the base so that it has id 0.
+	resp := postJSON(t, ts.URL+"/lora-adapters/load", `{"model":"base","name":"colors"}`)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("load: %d", resp.StatusCode)
+	}
+	post := func(path, body string) (int, map[string]any) {
+		t.Helper()
+		resp := postJSON(t, ts.URL+path, body)
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	text := func(v any, path ...any) string {
+		for _, p := range path {
+			switch k := p.(type) {
+			case string:
+				m, _ := v.(map[string]any)
+				v = m[k]
+			case int:
+				l, _ := v.([]any)
+				if k >= len(l) {
+					return ""
+				}
+				v = l[k]
+			}
+		}
+		s, _ := v.(string)
+		return s
+	}
+	const msgs = `"messages":[{"role":"user","content":"Hi"}]`
+	for _, c := range []struct {
+		name, path, body string
+		get              []any
+		want             string
+	}{
+		{"openai chat by name", "/v1/chat/completions", `{"model":"base",` + msgs + `,"temperature":0,"lora":[{"name":"colors","scale":1}]}`,
+			[]any{"choices", 0, "message", "content"}, testmodels.AdapterColorsAnswer},
+		{"openai chat by id", "/v1/chat/completions", `{"model":"base",` + msgs + `,"temperature":0,"lora":[{"id":0,"scale":1}]}`,
+			[]any{"choices", 0, "message", "content"}, testmodels.AdapterColorsAnswer},
+		{"openai chat, id at 0", "/v1/chat/completions", `{"model":"colors",` + msgs + `,"temperature":0,"lora":[{"id":0,"scale":0}]}`,
+			[]any{"choices", 0, "message", "content"}, testmodels.BigramAnswer},
+		{"openai completions", "/v1/completions", `{"model":"base","prompt":"Hello","temperature":0,"max_tokens":20,"lora":[{"name":"colors"}]}`,
+			[]any{"choices", 0, "text"}, " from red green blue"},
+		{"anthropic", "/v1/messages", `{"model":"base","max_tokens":40,` + msgs + `,"temperature":0,"lora":[{"name":"colors"}]}`,
+			[]any{"content", 0, "text"}, testmodels.AdapterColorsAnswer},
+		{"responses", "/v1/responses", `{"model":"base","input":"Hi","temperature":0,"store":false,"lora":[{"name":"colors"}]}`,
+			[]any{"output", 0, "content", 0, "text"}, testmodels.AdapterColorsAnswer},
+	} {
+		code, out := post(c.path, c.body)
+		if got := text(out, c.get...); code != 200 || got != c.want {
+			t.Errorf("%s: %d %q, want %q (%v)", c.name, code, got, c.want, out)
+		}
+	}
+	for _, c := range []struct{ name, path, body string }{
+		{"openai", "/v1/chat/completions", `{"model":"base",` + msgs + `,"lora":[{"id":7}]}`},
+		{"openai shape", "/v1/chat/completions", `{"model":"base",` + msgs + `,"lora":{"id":0}}`},
+		{"anthropic", "/v1/messages", `{"model":"base","max_tokens":4,` + msgs + `,"lora":[{"name":"colors","scale":500}]}`},
+		{"responses", "/v1/responses", `{"model":"base","input":"Hi","lora":[{"name":"stories"}]}`},
+	} {
+		code, out := post(c.path, c.body)
+		if code != 400 || !strings.Contains(text(out, "error", "message"), "lora") {
+			t.Errorf("%s: %d %v, want a 400 in the dialect's shape naming lora", c.name, code, out)
+		}
+	}
+}

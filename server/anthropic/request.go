@@ -69,8 +69,13 @@ func (h *Handler) prepare(ctx context.Context, r *MessagesRequest, count bool) (
 	if gram != "" && choice == "required" {
 		return nil, invalid("output_config.format: a JSON output format cannot be combined with a forced tool call (tool_choice)")
 	}
+	lora, err := infer.ParseLoRA(r.LoRA)
+	if err != nil {
+		return nil, invalid("lora: %v", err)
+	}
 	no := false
 	ireq := &infer.Request{
+		LoRA:  lora,
 		Model: r.Model, Chat: true, Messages: msgs, MediaInput: mi, Grammar: gram,
 		Tools: tools, ToolChoice: choice, ToolName: name, Think: think, TemplateVars: vars,
 		// Anthropic's models neither cut a long prompt nor slide their

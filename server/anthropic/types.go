@@ -10,6 +10,9 @@ import "encoding/json"
 // max_tokens and the sampling fields, of POST /v1/messages/count_tokens.
 type MessagesRequest struct {
 	Model string `json:"model"`
+	// LoRA is Tadpole's per-request adapter list, an extra body field
+	// (docs/lora.md).
+	LoRA json.RawMessage `json:"lora"`
 	// MaxTokens is required by /v1/messages; int64 so that a number past
 	// int's range is still read and refused with its range.
 	MaxTokens     *int64          `json:"max_tokens"`

@@ -109,7 +109,12 @@ func (h *Handler) prepareChat(ctx context.Context, req *ChatRequest) ([]*infer.R
 	default:
 		return nil, 0, invalid("reasoning_effort", "Invalid value for 'reasoning_effort': %q. Supported values are: 'none', 'minimal', 'low', 'medium', 'high' and 'xhigh'.", req.ReasoningEffort)
 	}
+	lora, err := infer.ParseLoRA(req.LoRA)
+	if err != nil {
+		return nil, 0, invalid("lora", "%v", err)
+	}
 	ireq := &infer.Request{
+		LoRA: lora,
 		// OpenAI refuses a prompt past the context (400
 		// context_length_exceeded) rather than cutting it.
 		Truncate: &noTruncate,

@@ -103,6 +103,10 @@ func (h *Handler) prepareCompletion(req *CompletionRequest) ([]promptInput, []*i
 	if req.MaxTokens != nil {
 		opts.NumPredict = *req.MaxTokens
 	}
+	lora, err := infer.ParseLoRA(req.LoRA)
+	if err != nil {
+		return nil, nil, 0, invalid("lora", "%v", err)
+	}
 	var reqs []*infer.Request
 	for _, p := range prompts {
 		suffix := ""
@@ -112,8 +116,8 @@ func (h *Handler) prepareCompletion(req *CompletionRequest) ([]promptInput, []*i
 		base := &infer.Request{
 			Truncate: &noTruncate, // as in chat.go
 			Model:    req.Model, Raw: true, Prompt: p.text, Suffix: suffix, Context: p.tokens, Options: opts,
-			LogitBias: smp.Bias(),
-			Logprobs:  req.Logprobs != nil, TopLogprobs: top,
+			LogitBias: smp.Bias(), LoRA: lora,
+			Logprobs: req.Logprobs != nil, TopLogprobs: top,
 		}
 		reqs = append(reqs, choices(base, n)...)
 	}

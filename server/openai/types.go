@@ -8,7 +8,9 @@ import "encoding/json"
 
 // ChatRequest is the body of POST /v1/chat/completions.
 type ChatRequest struct {
-	Model               string             `json:"model"`
+	Model string `json:"model"`
+	// LoRA is llama-server's per-request adapter list (docs/lora.md).
+	LoRA                json.RawMessage    `json:"lora"`
 	Messages            []ChatMessage      `json:"messages"`
 	MaxTokens           *int               `json:"max_tokens"`
 	MaxCompletionTokens *int               `json:"max_completion_tokens"`
@@ -225,7 +227,9 @@ type CompletionTokensDetails struct {
 
 // CompletionRequest is the body of POST /v1/completions.
 type CompletionRequest struct {
-	Model            string             `json:"model"`
+	Model string `json:"model"`
+	// LoRA is llama-server's per-request adapter list (docs/lora.md).
+	LoRA             json.RawMessage    `json:"lora"`
 	Prompt           json.RawMessage    `json:"prompt"`
 	Suffix           *string            `json:"suffix"`
 	MaxTokens        *int               `json:"max_tokens"`

@@ -594,7 +594,12 @@ func (h *Handler) build(p *prepared) error {
 	default:
 		return invalid("truncation", "Invalid value: '%s'. Supported values are: 'auto' and 'disabled'.", req.Truncation)
 	}
+	lora, err := infer.ParseLoRA(req.LoRA)
+	if err != nil {
+		return invalid("lora", "%v", err)
+	}
 	p.ireq = &infer.Request{
+		LoRA:     lora,
 		Truncate: &truncate,
 		Model:    req.Model, Chat: true, Messages: msgs, MediaInput: mi, Options: opts, Grammar: gram,
 		Tools: tools, ToolChoice: choice, ToolName: name, Think: think, TemplateVars: vars,

@@ -4,6 +4,9 @@ import "encoding/json"
 
 // CreateRequest is the body of POST /v1/responses.
 type CreateRequest struct {
+	// LoRA is Tadpole's per-request adapter list, an extra body field
+	// (docs/lora.md); not stored with the response.
+	LoRA               json.RawMessage   `json:"lora"`
 	Model              string            `json:"model"`
 	Input              json.RawMessage   `json:"input"`
 	Instructions       *string           `json:"instructions,omitempty"`
