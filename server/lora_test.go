@@ -91,6 +91,10 @@ func TestLoRAModels(t *testing.T) {
 	if len(ps.Models) != 1 {
 		t.Fatalf("%d instances loaded for one base and two adapters, want 1 (the weights once): %+v", len(ps.Models), ps.Models)
 	}
+	// /api/ps lists the instance's adapters, their memory counted.
+	if ad := ps.Models[0].Tadpole.LoRAAdapters; len(ad) != 2 || ad[0].Bytes == 0 || ad[1].ID != 1 || ad[0].Scale != 0 {
+		t.Errorf("/api/ps adapters: %+v", ad)
+	}
 	opts := func(lora any) map[string]any {
 		o := greedyOpts(40)
 		o["lora"] = lora

@@ -138,6 +138,17 @@ type ProcessExtras struct {
 	// DraftModel is the file of the draft model that drafts for this one
 	// (--draft), if any.
 	DraftModel string `json:"draft_model,omitempty"`
+	// LoRAAdapters are the LoRA adapters loaded on the instance, as
+	// GET /lora-adapters lists them (docs/lora.md).
+	LoRAAdapters []LoRAAdapterStatus `json:"lora_adapters,omitempty"`
+}
+
+// LoRAAdapterStatus is a loaded LoRA adapter in /api/ps.
+type LoRAAdapterStatus struct {
+	ID    int     `json:"id"`
+	Path  string  `json:"path"`
+	Scale float32 `json:"scale"`
+	Bytes uint64  `json:"bytes"`
 }
 
 // PromptCacheStatus is the prompt cache's size in /api/ps.

@@ -33,6 +33,9 @@ type Loaded struct {
 	Placement, Sizing any
 	SlotsBusy         int
 	SlotsTotal        int
+	// Adapters are the LoRA adapters loaded on it (lora.go), whose
+	// memory Size counts.
+	Adapters []LoRAAdapter
 	// QueueDepth is the requests waiting for one of its slots.
 	QueueDepth int
 	// DraftModel is the file of the draft model drafting for it.
@@ -45,9 +48,14 @@ func (s *Service) Loaded() []Loaded {
 	for _, in := range s.Sched.Status() {
 		busy, total := in.Runner.Slots()
 		p := in.Placement
+		ab := int64(in.Runner.AdapterBytes())
+		vram := int64(p.EstimatedGPUBytes)
+		if vram > 0 {
+			vram += ab
+		}
 		out = append(out, Loaded{
 			Name: in.Name, Path: in.Key.Path, NumCtx: in.NumCtx, Requests: in.Requests, ExpiresAt: in.ExpiresAt,
-			LoadedAt: in.LoadedAt, Size: int64(p.EstimatedBytes), SizeVRAM: int64(p.EstimatedGPUBytes),
+			LoadedAt: in.LoadedAt, Size: int64(p.EstimatedBytes) + ab, SizeVRAM: vram, Adapters: in.Runner.Adapters(),
 			Processor: p.Processor(), Placement: p, Sizing: in.Sizing, SlotsBusy: busy, SlotsTotal: total,
 			QueueDepth: in.Runner.Waiting(), DraftModel: in.Key.Draft,
 		})

@@ -30,6 +30,10 @@ func (h *Handler) ps(c echo.Context) error {
 				exp = farFuture
 			}
 		}
+		var adapters []api.LoRAAdapterStatus
+		for _, a := range in.Adapters {
+			adapters = append(adapters, api.LoRAAdapterStatus{ID: a.ID, Path: a.Path, Scale: a.Scale, Bytes: a.Bytes})
+		}
 		var details api.ModelDetails
 		digest := ""
 		if e, err := h.Store.Resolve(in.Name); err == nil {
@@ -41,7 +45,7 @@ func (h *Handler) ps(c echo.Context) error {
 			Tadpole: &api.ProcessExtras{
 				Processor: in.Processor, Placement: in.Placement, SlotsBusy: in.SlotsBusy, SlotsTotal: in.SlotsTotal,
 				QueueDepth: in.QueueDepth, LoadedAt: in.LoadedAt, Sizing: in.Sizing,
-				PromptCache: pc, DraftModel: in.DraftModel,
+				PromptCache: pc, DraftModel: in.DraftModel, LoRAAdapters: adapters,
 			},
 		})
 	}
