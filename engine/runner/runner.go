@@ -85,6 +85,12 @@ type Request struct {
 	// context shifts.
 	NumKeep int
 	Stop    []string
+	// Print are control tokens the output writes out as text: a chat
+	// format's markup that the model's vocabulary marks CONTROL (Mistral's
+	// [TOOL_CALLS] and [THINK]), which the output parser must see, as
+	// llama-server writes a format's preserved tokens. Other control
+	// tokens are left out of the text.
+	Print []engine.Token
 	// NoTruncate refuses a prompt longer than the context instead of
 	// dropping tokens from its front.
 	NoTruncate bool

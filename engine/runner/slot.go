@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
@@ -229,7 +230,7 @@ func (r *Runner) sample(s *slot) {
 	}
 	s.generated = append(s.generated, t)
 	s.stats.EvalCount++
-	text, hit := s.stop.push(string(s.detok.Add(r.model.TokenPiece(t, false))))
+	text, hit := s.stop.push(string(s.detok.Add(r.model.TokenPiece(t, slices.Contains(q.Print, t)))))
 	t2 := time.Now()
 	record(PhaseDetokenize, t2.Sub(t1))
 	if text != "" {

@@ -182,3 +182,34 @@ func markers(f Format) []callMarker {
 func jsonAnswers(f Format) bool {
 	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed
 }
+
+// Markup is the markup the parser reads for o: thinking tags, call
+// markers and the tokens inside calls. A model whose vocabulary marks
+// one of these CONTROL (Mistral's [TOOL_CALLS], [ARGS], [THINK]) must
+// have it written out in the output's text for the parser to see it, as
+// llama-server writes a chat format's preserved tokens.
+func Markup(o Options) []string {
+	var out []string
+	if o.Thinking || o.Format == Harmony {
+		for _, t := range thinkingTags {
+			out = append(out, t[0], t[1])
+		}
+	}
+	for _, m := range markers(o.Format) {
+		out = append(out, m.open)
+		if m.close != "" {
+			out = append(out, m.close)
+		}
+	}
+	switch o.Format {
+	case Mistral:
+		out = append(out, "[ARGS]", "[CALL_ID]")
+	case DeepSeek:
+		out = append(out, deepSeekCallBegin, deepSeekCallEnd, deepSeekSep)
+	case Kimi:
+		out = append(out, kimiCallBegin, kimiArgsBegin, kimiCallEnd)
+	case Harmony:
+		out = append(out, harmonyStart, harmonyChannel, harmonyMessage, harmonyConstrain, harmonyEnd)
+	}
+	return out
+}

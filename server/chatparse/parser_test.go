@@ -374,3 +374,17 @@ func FuzzParser(f *testing.F) {
 		}
 	})
 }
+
+// The markup a format's parser reads, which a vocabulary's control
+// tokens must print for it.
+func TestMarkup(t *testing.T) {
+	m := strings.Join(Markup(Options{Format: Mistral, Thinking: true}), " ")
+	for _, want := range []string{"[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("Mistral with thinking: %s, want %s", m, want)
+		}
+	}
+	if m := Markup(Options{Format: Hermes}); strings.Contains(strings.Join(m, " "), "<think>") {
+		t.Errorf("Hermes without thinking: %v", m)
+	}
+}

@@ -430,6 +430,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 		DraftMax:    draftMax(o.DraftNumPredict),
 		NumKeep:     o.NumKeep,
 		Stop:        o.Stop,
+		Print:       printTokens(in.Model, out),
 		NoTruncate:  req.Truncate != nil && !*req.Truncate,
 		NoShift:     req.Shift != nil && !*req.Shift,
 		Logprobs:    req.Logprobs || req.TopLogprobs > 0,
