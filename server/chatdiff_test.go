@@ -89,16 +89,21 @@ func logTail(s string, n int) string {
 var scriptedFamilies = []struct {
 	template    string
 	script      func(tmpl string) testmodels.FamilyScript
-	noReasoning bool // the family's model writes no reasoning
+	noReasoning bool   // the family's model writes no reasoning
+	kwargs      string // chat_template_kwargs both servers get (thinking on where a template's default is off)
 }{
-	{"openai-gpt-oss-120b.jinja", testmodels.GptOss, false},
-	{"Qwen-Qwen3-0.6B.jinja", testmodels.Qwen3, false},
-	{"Qwen3.5-4B.jinja", testmodels.Qwen35, false},
-	{"GLM-4.6.jinja", testmodels.GLM46, false},
-	{"ibm-granite-granite-4.0.jinja", testmodels.Granite4, true},
-	{"moonshotai-Kimi-K2.jinja", testmodels.KimiK2, true},
-	{"MiniMax-M2.jinja", testmodels.MiniMaxM2, false},
-	{"ByteDance-Seed-OSS.jinja", testmodels.SeedOSS, false},
+	{"openai-gpt-oss-120b.jinja", testmodels.GptOss, false, ""},
+	{"Qwen-Qwen3-0.6B.jinja", testmodels.Qwen3, false, ""},
+	{"Qwen3.5-4B.jinja", testmodels.Qwen35, false, ""},
+	{"GLM-4.6.jinja", testmodels.GLM46, false, ""},
+	{"ibm-granite-granite-4.0.jinja", testmodels.Granite4, true, ""},
+	{"moonshotai-Kimi-K2.jinja", testmodels.KimiK2, true, ""},
+	{"MiniMax-M2.jinja", testmodels.MiniMaxM2, false, ""},
+	{"ByteDance-Seed-OSS.jinja", testmodels.SeedOSS, false, ""},
+	{"GLM-4.7-Flash.jinja", testmodels.GLM47, false, ""},
+	{"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", testmodels.Nemotron3, false, `{"enable_thinking": true}`},
+	{"deepseek-ai-DeepSeek-V3.1.jinja", testmodels.DeepSeekV31, false, `{"thinking": true}`},
+	{"mistralai-Ministral-3-14B-Reasoning-2512.jinja", testmodels.Ministral3, false, ""},
 }
 
 // listedDifferences are the differences from llama-server that are
@@ -106,10 +111,11 @@ var scriptedFamilies = []struct {
 // whitespace at the edge of a field: Tadpole trims the whitespace
 // around a thinking block's text (as Ollama does) and keeps content's.
 var listedDifferences = map[string]string{
-	"Qwen-Qwen3-0.6B.jinja/turn1": "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
-	"Qwen3.5-4B.jinja/turn1":      "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
-	"GLM-4.6.jinja/turn2":         "GLM writes a newline after <|assistant|>: llama-server's GLM parser drops it from content, Tadpole keeps content as written",
-	"MiniMax-M2.jinja/turn1":      "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
+	"Qwen-Qwen3-0.6B.jinja/turn1":                     "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
+	"Qwen3.5-4B.jinja/turn1":                          "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
+	"GLM-4.6.jinja/turn2":                             "GLM writes a newline after <|assistant|>: llama-server's GLM parser drops it from content, Tadpole keeps content as written",
+	"MiniMax-M2.jinja/turn1":                          "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
+	"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja/turn1": "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
 	// Not a parse: llama-server's lazy grammar for Seed-OSS does not let
 	// the model end after </seed:tool_call>, so the scripted model (flat
 	// logits off its script) writes a second call of garbage; Tadpole's
@@ -137,6 +143,11 @@ func TestChatParseDifferential(t *testing.T) {
 			ts, path := startFamilyServer(t, f.script(familyTemplate(t, f.template)))
 			ls := runLlamaServer(t, bin, path)
 			reqs := openAIFamilyRequests("family")
+			if f.kwargs != "" {
+				for i := range reqs {
+					reqs[i] = strings.TrimSuffix(reqs[i], "}") + `, "chat_template_kwargs": ` + f.kwargs + `}`
+				}
+			}
 			for turn := range 2 {
 				for _, stream := range []bool{false, true} {
 					cell := fmt.Sprintf("turn%d/stream=%v", turn+1, stream)

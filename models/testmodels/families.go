@@ -208,3 +208,71 @@ func SeedOSS(tmpl string) FamilyScript {
 		Turn1: turn1, Turn2: append(append([]string(nil), familyAnswer...), "<seed:eos>"),
 	}
 }
+
+// GLM47 is the scripted GLM-4.7 model (GLM-4.7-Flash.jinja): its prompt
+// ends "<|assistant|><think>", so it writes
+//
+//	REASONING</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>…</tool_call>
+//
+// and after a tool result (<|observation|>), "</think>" and the answer.
+func GLM47(tmpl string) FamilyScript {
+	turn1 := append(append([]string(nil), familyReasoning...), "</think>", "<tool_call>"+FamilyTool+"<arg_key>city</arg_key><arg_value>Paris</arg_value><arg_key>unit</arg_key><arg_value>",
+		familyUnitJSON, "</arg_value><arg_key>note</arg_key><arg_value>", familyNote, "</arg_value></tool_call>")
+	return FamilyScript{
+		Name: "Tadpole scripted GLM-4.7 test model", Template: tmpl,
+		Specials:   []string{"[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>", "<|endoftext|>"},
+		UserTokens: []string{"<think>", "</think>"},
+		Trigger:    "<think>", ToolResultMarker: "<|observation|>",
+		Turn1: turn1, Turn2: append([]string{"</think>"}, familyAnswer...),
+	}
+}
+
+// Nemotron3 is the scripted Nemotron 3 Nano model
+// (NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja, thinking on): Qwen3.5's
+// script, whose prompt also ends "<think>\n".
+func Nemotron3(tmpl string) FamilyScript {
+	s := Qwen35(tmpl)
+	s.Name = "Tadpole scripted Nemotron 3 test model"
+	return s
+}
+
+// DeepSeekV31 is the scripted DeepSeek V3.1 model
+// (deepseek-ai-DeepSeek-V3.1.jinja, thinking on): its prompt ends
+// "<｜Assistant｜><think>", so it writes
+//
+//	REASONING</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>ARGUMENTS<｜tool▁call▁end｜><｜tool▁calls▁end｜>
+//
+// and after "<｜tool▁output▁begin｜>…<｜tool▁output▁end｜>" (no generation
+// prompt there), the answer.
+func DeepSeekV31(tmpl string) FamilyScript {
+	turn1 := append(append([]string(nil), familyReasoning...), "</think>", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", FamilyTool, "<｜tool▁sep｜>")
+	turn1 = append(append(turn1, familyArguments...), "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>")
+	return FamilyScript{
+		Name: "Tadpole scripted DeepSeek V3.1 test model", Template: tmpl,
+		Specials: []string{"<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>"},
+		UserTokens: []string{"<think>", "</think>", "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
+			"<｜tool▁call▁end｜>", "<｜tool▁sep｜>", "<｜tool▁output▁end｜>"},
+		Trigger: "<think>", Trigger2: "<｜tool▁output▁end｜>", ToolResultMarker: "<｜tool▁output▁begin｜>",
+		Turn1: turn1, Turn2: append([]string(nil), familyAnswer...),
+	}
+}
+
+// Ministral3 is the scripted Ministral 3 reasoning model
+// (mistralai-Ministral-3-14B-Reasoning-2512.jinja; its markup tokens are
+// control tokens, as in Mistral's own vocabulary): after "[/INST]",
+//
+//	[THINK]REASONING[/THINK][TOOL_CALLS]get_weather[ARGS]ARGUMENTS
+//
+// and after "[TOOL_RESULTS]…[/TOOL_RESULTS]" (no generation prompt), the
+// answer.
+func Ministral3(tmpl string) FamilyScript {
+	turn1 := append([]string{"[THINK]"}, familyReasoning...)
+	turn1 = append(append(turn1, "[/THINK]", "[TOOL_CALLS]", FamilyTool, "[ARGS]"), familyArguments...)
+	return FamilyScript{
+		Name: "Tadpole scripted Ministral 3 reasoning test model", Template: tmpl,
+		Specials: []string{"[INST]", "[/INST]", "[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]",
+			"[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]"},
+		Trigger: "[/INST]", Trigger2: "[/TOOL_RESULTS]", ToolResultMarker: "[TOOL_RESULTS]",
+		Turn1: turn1, Turn2: append([]string(nil), familyAnswer...),
+	}
+}

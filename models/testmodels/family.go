@@ -36,7 +36,10 @@ type FamilyScript struct {
 	// Trigger is the last token of the template's generation prompt
 	// (gpt-oss: "assistant" of "<|start|>assistant"; "<0x0A>" for a
 	// prompt ending in a newline).
-	Trigger          string
+	Trigger string
+	// Trigger2 is the last token of the prompt after a tool result where
+	// the template writes no generation prompt there ("" is Trigger).
+	Trigger2         string
 	Turn1, Turn2     []string // the answers' pieces
 	ToolResultMarker string   // text the prompt holds only after a tool result
 	ContextLength    int      // llama.context_length (0 gives 8192)
@@ -68,7 +71,7 @@ func FamilyScriptModel(s FamilyScript) ([]gguf.KV, []gguf.Tensor, error) {
 		special[t] = true
 	}
 	structural := func(tok string) bool {
-		return special[tok] || tok == s.Trigger || tok == s.ToolResultMarker || isByteToken(tok)
+		return special[tok] || tok == s.Trigger || tok == s.Trigger2 || tok == s.ToolResultMarker || isByteToken(tok)
 	}
 	tok := func(piece string) string {
 		if structural(piece) {
@@ -76,7 +79,10 @@ func FamilyScriptModel(s FamilyScript) ([]gguf.KV, []gguf.Tensor, error) {
 		}
 		return strings.ReplaceAll(piece, " ", spaceMark)
 	}
-	chains := [2][]string{{s.Trigger}, {s.Trigger}}
+	if s.Trigger2 == "" {
+		s.Trigger2 = s.Trigger
+	}
+	chains := [2][]string{{s.Trigger}, {s.Trigger2}}
 	for i, turn := range [][]string{s.Turn1, s.Turn2} {
 		for _, p := range turn {
 			if p == "" {
@@ -164,7 +170,7 @@ func FamilyScriptModel(s FamilyScript) ([]gguf.KV, []gguf.Tensor, error) {
 	for _, t := range s.Specials {
 		v.add(t, 0, tokControl)
 	}
-	for _, t := range append([]string{s.Trigger, s.ToolResultMarker}, s.UserTokens...) {
+	for _, t := range append([]string{s.Trigger, s.Trigger2, s.ToolResultMarker}, s.UserTokens...) {
 		if !isByteToken(t) {
 			v.add(t, 0, tokUserDefined)
 		}
@@ -200,7 +206,7 @@ func FamilyScriptModel(s FamilyScript) ([]gguf.KV, []gguf.Tensor, error) {
 		description:   "Deterministic scripted model of a model family's chat format for tests: reasons, calls a tool, then answers from the tool result.",
 		vocab:         v,
 		template:      s.Template,
-		fixed:         []string{s.Trigger, s.ToolResultMarker},
+		fixed:         []string{s.Trigger, s.Trigger2, s.ToolResultMarker},
 		table:         table,
 		rules:         rules,
 		contextLength: s.ContextLength,
