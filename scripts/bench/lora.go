@@ -68,11 +68,15 @@ func loraBench(m *engine.Model, path string, rank, streams, n, nctx, threads int
 		}
 	}
 	fmt.Println()
+	// lastSplit: each stream's time to its last token in the last split
+	// run, to show that no set starves.
+	var lastSplit []time.Duration
 	run := func(setOf func(s int) runner.AdapterSet) float64 {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		total := 0
 		t0 := time.Now()
+		took := make([]time.Duration, streams)
 		for s := range streams {
 			p := sp
 			p.Seed += int64(s)
@@ -89,12 +93,14 @@ func loraBench(m *engine.Model, path string, rank, streams, n, nctx, threads int
 					if ev.Done {
 						mu.Lock()
 						total += ev.Stats.EvalCount
+						took[s] = time.Since(t0)
 						mu.Unlock()
 					}
 				}
 			})
 		}
 		wg.Wait()
+		lastSplit = took
 		return float64(total) / time.Since(t0).Seconds()
 	}
 	none := func(int) runner.AdapterSet { return runner.AdapterSet{} }
@@ -109,4 +115,11 @@ func loraBench(m *engine.Model, path string, rank, streams, n, nctx, threads int
 	fmt.Printf("| no adapter | %.1f | 1.000 |\n", base)
 	fmt.Printf("| all on one adapter | %.1f | %.3f |\n", all1, all1/base)
 	fmt.Printf("| split over 4 adapters (turns) | %.1f | %.3f |\n\n", all4, all4/base)
+	run(split)
+	lo, hi := lastSplit[0], lastSplit[0]
+	for _, d := range lastSplit {
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	fmt.Printf("split over 4 adapters: each stream's time to its last token %.2f..%.2f s (slowest/fastest %.2f)\n\n",
+		lo.Seconds(), hi.Seconds(), hi.Seconds()/lo.Seconds())
 }
