@@ -95,6 +95,7 @@ var scriptedFamilies = []struct {
 	{"openai-gpt-oss-120b.jinja", testmodels.GptOss, false, ""},
 	{"Qwen-Qwen3-0.6B.jinja", testmodels.Qwen3, false, ""},
 	{"Qwen3.5-4B.jinja", testmodels.Qwen35, false, ""},
+	{"Qwen3-Coder.jinja", testmodels.Qwen3Coder, true, ""},
 	{"GLM-4.6.jinja", testmodels.GLM46, false, ""},
 	{"ibm-granite-granite-4.0.jinja", testmodels.Granite4, true, ""},
 	{"moonshotai-Kimi-K2.jinja", testmodels.KimiK2, true, ""},

@@ -276,3 +276,22 @@ func Ministral3(tmpl string) FamilyScript {
 		Turn1: turn1, Turn2: append([]string(nil), familyAnswer...),
 	}
 }
+
+// Qwen3Coder is the scripted Qwen3-Coder model (Qwen3-Coder.jinja, no
+// reasoning): after "<|im_start|>assistant\n",
+//
+//	<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>…</function>\n</tool_call>
+//
+// and after a <tool_response>, the answer.
+func Qwen3Coder(tmpl string) FamilyScript {
+	s := Qwen35(tmpl)
+	s.Name = "Tadpole scripted Qwen3-Coder test model"
+	for i, p := range s.Turn1 {
+		if p == "<tool_call>" {
+			s.Turn1 = s.Turn1[i:]
+			break
+		}
+	}
+	s.Turn2 = append(append([]string(nil), familyAnswer...), ImEndToken)
+	return s
+}
