@@ -179,6 +179,8 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 		return p.kimi(body)
 	case miniMaxCallBegin:
 		return p.miniMax(body)
+	case apertusCallsBegin:
+		return p.apertus(body)
 	}
 	body = unfence(body)
 	if inner, ok := strings.CutPrefix(body, "<function="); ok {
@@ -592,6 +594,33 @@ func (p *Parser) miniMax(body string) ([]ToolCall, error) {
 	}
 	if len(calls) == 0 {
 		return nil, fmt.Errorf("no call in the MiniMax block")
+	}
+	return calls, nil
+}
+
+// apertus reads Apertus's calls: a JSON array of objects, each with one
+// member, the function's name, whose value is the arguments.
+func (p *Parser) apertus(body string) ([]ToolCall, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal([]byte(strings.TrimSpace(body)), &items); err != nil {
+		return nil, fmt.Errorf("Apertus calls are not a JSON array: %v", err)
+	}
+	var calls []ToolCall
+	for _, it := range items {
+		var one map[string]json.RawMessage
+		if err := json.Unmarshal(it, &one); err != nil || len(one) != 1 {
+			return nil, fmt.Errorf("an Apertus call is not an object with one member")
+		}
+		for name, args := range one {
+			c, err := p.call(name, args)
+			if err != nil {
+				return nil, err
+			}
+			calls = append(calls, c)
+		}
+	}
+	if len(calls) == 0 {
+		return nil, fmt.Errorf("no call in the Apertus block")
 	}
 	return calls, nil
 }

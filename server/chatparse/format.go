@@ -53,12 +53,14 @@ const (
 	// Seed: ByteDance Seed-OSS's <seed:tool_call><function=NAME>
 	// <parameter=KEY>VALUE</parameter>…</function></seed:tool_call>.
 	Seed
+	// Apertus: <|tools_prefix|>[{"NAME": {…}}, …]<|tools_suffix|>.
+	Apertus
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus",
 }
 
 func (f Format) String() string {
@@ -83,6 +85,8 @@ func DetectFormat(template string) Format {
 		return MiniMax
 	case has(seedCallBegin):
 		return Seed
+	case has(apertusCallsBegin):
+		return Apertus
 	case has("<|tool_call|>"):
 		return Granite
 	case has("<|START_ACTION|>"):
@@ -127,6 +131,9 @@ const (
 	miniMaxCallEnd   = "</minimax:tool_call>"
 	seedCallBegin    = "<seed:tool_call>"
 	seedCallEnd      = "</seed:tool_call>"
+	// Apertus's calls block: a JSON array of {"NAME": arguments}.
+	apertusCallsBegin = "<|tools_prefix|>"
+	apertusCallsEnd   = "<|tools_suffix|>"
 )
 
 // thinkingTags are the open/close pairs of thinking blocks.
@@ -136,6 +143,7 @@ var thinkingTags = [][2]string{
 	{"<|START_THINKING|>", "<|END_THINKING|>"},
 	{"<thinking>", "</thinking>"},
 	{"<seed:think>", "</seed:think>"},
+	{"<|inner_prefix|>", "<|inner_suffix|>"}, // Apertus
 }
 
 // callMarker is markup that opens a tool call: blocks end at close;
@@ -171,6 +179,8 @@ func markers(f Format) []callMarker {
 		return []callMarker{{miniMaxCallBegin, miniMaxCallEnd}}
 	case Seed:
 		return []callMarker{{seedCallBegin, seedCallEnd}}
+	case Apertus:
+		return []callMarker{{apertusCallsBegin, apertusCallsEnd}}
 	}
 	return nil
 }
@@ -180,7 +190,7 @@ func markers(f Format) []callMarker {
 // JSON; so does a forced call's grammar for them). Hermes and Command-R
 // models mark their calls, and their answers may well be JSON.
 func jsonAnswers(f Format) bool {
-	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed
+	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus
 }
 
 // Markup is the markup the parser reads for o: thinking tags, call
