@@ -105,6 +105,7 @@ var scriptedFamilies = []struct {
 	{"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", testmodels.Nemotron3, false, `{"enable_thinking": true}`},
 	{"deepseek-ai-DeepSeek-V3.1.jinja", testmodels.DeepSeekV31, false, `{"thinking": true}`},
 	{"mistralai-Ministral-3-14B-Reasoning-2512.jinja", testmodels.Ministral3, false, ""},
+	{"Apertus-8B-Instruct.jinja", testmodels.Apertus, false, `{"enable_thinking": true}`},
 }
 
 // listedDifferences are the differences from llama-server that are
@@ -122,6 +123,8 @@ var listedDifferences = map[string]string{
 	// logits off its script) writes a second call of garbage; Tadpole's
 	// sampler leaves it free to write <seed:eos>.
 	"ByteDance-Seed-OSS.jinja/turn1": "llama-server's tool grammar forbids ending after the call: a second, garbage call",
+	// The call is the same; the reasoning is not.
+	"Apertus-8B-Instruct.jinja/turn1": "llama-server leaves <|inner_prefix|>…<|inner_suffix|> (the template's thoughts block) in content; Tadpole gives it as reasoning",
 }
 
 // The parsing differential (issue 35): each scripted family model is

@@ -295,3 +295,24 @@ func Qwen3Coder(tmpl string) FamilyScript {
 	s.Turn2 = append(append([]string(nil), familyAnswer...), ImEndToken)
 	return s
 }
+
+// Apertus is the scripted Apertus model (Apertus-8B-Instruct.jinja,
+// deliberation on): after
+// "<|assistant_start|>",
+//
+//	<|inner_prefix|>REASONING<|inner_suffix|><|tools_prefix|>[{"get_weather": ARGUMENTS}]<|tools_suffix|>
+//
+// and after a tool result (its "sky"), the answer.
+func Apertus(tmpl string) FamilyScript {
+	turn1 := append([]string{"<|inner_prefix|>"}, familyReasoning...)
+	turn1 = append(append(turn1, "<|inner_suffix|>", "<|tools_prefix|>", `[{"`+FamilyTool+`": `), familyArguments...)
+	turn1 = append(turn1, "}]", "<|tools_suffix|>", "<|assistant_end|>")
+	return FamilyScript{
+		Name: "Tadpole scripted Apertus test model", Template: tmpl,
+		Specials: []string{"<|system_start|>", "<|system_end|>", "<|developer_start|>", "<|developer_end|>", "<|user_start|>", "<|user_end|>",
+			"<|assistant_start|>", "<|assistant_end|>"},
+		UserTokens: []string{"<|inner_prefix|>", "<|inner_suffix|>", "<|tools_prefix|>", "<|tools_suffix|>"},
+		Trigger:    "<|assistant_start|>", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append(append([]string(nil), familyAnswer...), "<|assistant_end|>"),
+	}
+}
