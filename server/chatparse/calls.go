@@ -181,6 +181,8 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 		return p.miniMax(body)
 	case apertusCallsBegin:
 		return p.apertus(body)
+	case lfmCallsBegin:
+		return p.pythonic(body)
 	}
 	body = unfence(body)
 	if inner, ok := strings.CutPrefix(body, "<function="); ok {

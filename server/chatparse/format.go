@@ -55,12 +55,15 @@ const (
 	Seed
 	// Apertus: <|tools_prefix|>[{"NAME": {…}}, …]<|tools_suffix|>.
 	Apertus
+	// LFM2: <|tool_call_start|>[name(key=value, …)]<|tool_call_end|>,
+	// Python call syntax (pythonic.go).
+	LFM2
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2",
 }
 
 func (f Format) String() string {
@@ -87,6 +90,8 @@ func DetectFormat(template string) Format {
 		return Seed
 	case has(apertusCallsBegin):
 		return Apertus
+	case has(lfmCallsBegin), has("List of tools: ["):
+		return LFM2
 	case has("<|tool_call|>"):
 		return Granite
 	case has("<|START_ACTION|>"):
@@ -181,6 +186,8 @@ func markers(f Format) []callMarker {
 		return []callMarker{{seedCallBegin, seedCallEnd}}
 	case Apertus:
 		return []callMarker{{apertusCallsBegin, apertusCallsEnd}}
+	case LFM2:
+		return []callMarker{{lfmCallsBegin, lfmCallsEnd}}
 	}
 	return nil
 }
@@ -190,7 +197,7 @@ func markers(f Format) []callMarker {
 // JSON; so does a forced call's grammar for them). Hermes and Command-R
 // models mark their calls, and their answers may well be JSON.
 func jsonAnswers(f Format) bool {
-	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus
+	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2
 }
 
 // Markup is the markup the parser reads for o: thinking tags, call
