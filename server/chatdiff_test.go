@@ -106,6 +106,7 @@ var scriptedFamilies = []struct {
 	{"deepseek-ai-DeepSeek-V3.1.jinja", testmodels.DeepSeekV31, false, `{"thinking": true}`},
 	{"mistralai-Ministral-3-14B-Reasoning-2512.jinja", testmodels.Ministral3, false, ""},
 	{"Apertus-8B-Instruct.jinja", testmodels.Apertus, false, `{"enable_thinking": true}`},
+	{"LFM2.5-Instruct.jinja", testmodels.LFM25, false, ""},
 }
 
 // listedDifferences are the differences from llama-server that are

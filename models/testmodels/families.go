@@ -316,3 +316,21 @@ func Apertus(tmpl string) FamilyScript {
 		Turn1: turn1, Turn2: append(append([]string(nil), familyAnswer...), "<|assistant_end|>"),
 	}
 }
+
+// LFM25 is the scripted LFM2.5 model (LFM2.5-Instruct.jinja): after
+// "<|im_start|>assistant\n",
+//
+//	<think>REASONING</think><|tool_call_start|>[get_weather(city="Paris", unit={…}, note="…")]<|tool_call_end|>
+//
+// (a Python-style call) and after a tool result (its "sky"), the answer.
+func LFM25(tmpl string) FamilyScript {
+	turn1 := append([]string{"<think>"}, familyReasoning...)
+	turn1 = append(turn1, "</think>", "<|tool_call_start|>", `[`+FamilyTool+`(city="Paris", `, `unit={"scale": "celsius", "precise": True}, `,
+		`note="say \"hi\"\nbye")]`, "<|tool_call_end|>", ImEndToken)
+	return FamilyScript{
+		Name: "Tadpole scripted LFM2.5 test model", Template: tmpl, Specials: chatML,
+		UserTokens: []string{"<think>", "</think>", "<|tool_call_start|>", "<|tool_call_end|>"},
+		Trigger:    "<0x0A>", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append(append([]string(nil), familyAnswer...), ImEndToken),
+	}
+}
