@@ -181,6 +181,8 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 		return p.miniMax(body)
 	case apertusCallsBegin:
 		return p.apertus(body)
+	case dsmlCallsBegin:
+		return p.invokes(body, dsml)
 	case lfmCallsBegin:
 		return p.pythonic(body)
 	}
@@ -541,9 +543,17 @@ func (p *Parser) kimi(body string) ([]ToolCall, error) {
 // elements (a value that is JSON is taken as such, any other is a
 // string), then </invoke>.
 func (p *Parser) miniMax(body string) ([]ToolCall, error) {
+	return p.invokes(body, "")
+}
+
+// invokes reads <invoke name="NAME"> elements whose tags start with
+// prefix (DeepSeek V3.2's "｜DSML｜"), each holding <parameter name="KEY">
+// elements; a parameter's string="true" or "false" attribute (V3.2) says
+// whether its value is a string or JSON.
+func (p *Parser) invokes(body, prefix string) ([]ToolCall, error) {
 	var calls []ToolCall
 	for rest := strings.TrimSpace(body); rest != ""; rest = strings.TrimSpace(rest) {
-		r, ok := strings.CutPrefix(rest, `<invoke name="`)
+		r, ok := strings.CutPrefix(rest, `<`+prefix+`invoke name="`)
 		if !ok {
 			return nil, fmt.Errorf("text between MiniMax calls")
 		}
@@ -551,7 +561,7 @@ func (p *Parser) miniMax(body string) ([]ToolCall, error) {
 		if !ok {
 			return nil, fmt.Errorf("a MiniMax <invoke> without its name's end")
 		}
-		inner, after, ok := strings.Cut(r, "</invoke>")
+		inner, after, ok := strings.Cut(r, "</"+prefix+"invoke>")
 		if !ok {
 			return nil, fmt.Errorf("call of %q without </invoke>", name)
 		}
@@ -562,15 +572,20 @@ func (p *Parser) miniMax(body string) ([]ToolCall, error) {
 			if inner == "" {
 				break
 			}
-			q, ok := strings.CutPrefix(inner, `<parameter name="`)
+			q, ok := strings.CutPrefix(inner, `<`+prefix+`parameter name="`)
 			if !ok {
 				return nil, fmt.Errorf("call of %q: text between parameters", name)
 			}
-			key, q, ok := strings.Cut(q, `">`)
+			key, q, ok := strings.Cut(q, `"`)
 			if !ok {
 				return nil, fmt.Errorf("call of %q: a parameter without its name's end", name)
 			}
-			value, q, ok := strings.Cut(q, "</parameter>")
+			attr, q, ok := strings.Cut(q, ">")
+			if !ok {
+				return nil, fmt.Errorf("call of %q: a parameter tag without its end", name)
+			}
+			attr = strings.TrimSpace(attr)
+			value, q, ok := strings.Cut(q, "</"+prefix+"parameter>")
 			if !ok {
 				return nil, fmt.Errorf("call of %q: parameter %q without </parameter>", name, key)
 			}
@@ -579,9 +594,16 @@ func (p *Parser) miniMax(body string) ([]ToolCall, error) {
 			}
 			b.Write(jsonString(key))
 			b.WriteByte(':')
-			if v := strings.TrimSpace(value); v != "" && json.Valid([]byte(v)) {
+			switch v := strings.TrimSpace(value); {
+			case attr == `string="true"`:
+				b.Write(jsonString(value))
+			case attr == `string="false"` && !json.Valid([]byte(v)):
+				return nil, fmt.Errorf("call of %q: parameter %q is not JSON", name, key)
+			case attr != "" && attr != `string="false"`:
+				return nil, fmt.Errorf("call of %q: parameter %q has attributes %s", name, key, attr)
+			case v != "" && json.Valid([]byte(v)):
 				b.WriteString(v)
-			} else {
+			default:
 				b.Write(jsonString(value))
 			}
 			inner = q

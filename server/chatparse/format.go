@@ -58,12 +58,15 @@ const (
 	// LFM2: <|tool_call_start|>[name(key=value, …)]<|tool_call_end|>,
 	// Python call syntax (pythonic.go).
 	LFM2
+	// DSML: DeepSeek V3.2's <｜DSML｜function_calls><｜DSML｜invoke
+	// name="NAME"><｜DSML｜parameter name="KEY" string="true|false">…
+	DSML
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml",
 }
 
 func (f Format) String() string {
@@ -80,6 +83,8 @@ func DetectFormat(template string) Format {
 	switch {
 	case has(harmonyChannel) && has(harmonyMessage):
 		return Harmony
+	case has(dsml):
+		return DSML
 	case has(deepSeekCallsBegin):
 		return DeepSeek
 	case has(kimiSectionBegin):
@@ -139,6 +144,10 @@ const (
 	// Apertus's calls block: a JSON array of {"NAME": arguments}.
 	apertusCallsBegin = "<|tools_prefix|>"
 	apertusCallsEnd   = "<|tools_suffix|>"
+	// DeepSeek V3.2's DSML tags.
+	dsml           = "｜DSML｜"
+	dsmlCallsBegin = "<" + dsml + "function_calls>"
+	dsmlCallsEnd   = "</" + dsml + "function_calls>"
 )
 
 // thinkingTags are the open/close pairs of thinking blocks.
@@ -188,6 +197,8 @@ func markers(f Format) []callMarker {
 		return []callMarker{{apertusCallsBegin, apertusCallsEnd}}
 	case LFM2:
 		return []callMarker{{lfmCallsBegin, lfmCallsEnd}}
+	case DSML:
+		return []callMarker{{dsmlCallsBegin, dsmlCallsEnd}}
 	}
 	return nil
 }
@@ -197,7 +208,7 @@ func markers(f Format) []callMarker {
 // JSON; so does a forced call's grammar for them). Hermes and Command-R
 // models mark their calls, and their answers may well be JSON.
 func jsonAnswers(f Format) bool {
-	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2
+	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML
 }
 
 // Markup is the markup the parser reads for o: thinking tags, call
