@@ -334,3 +334,27 @@ func LFM25(tmpl string) FamilyScript {
 		Turn1: turn1, Turn2: append(append([]string(nil), familyAnswer...), ImEndToken),
 	}
 }
+
+// DeepSeekV32 is the scripted DeepSeek V3.2 model
+// (deepseek-ai-DeepSeek-V3.2.jinja, thinking on): its prompt ends
+// "<think>" (after "<｜Assistant｜>", and after "</function_results>\n\n"),
+// so it writes
+//
+//	REASONING</think>\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>…
+//
+// and after a tool result (its "sky"; the tools header shows
+// <function_results> already), "</think>" and the answer.
+func DeepSeekV32(tmpl string) FamilyScript {
+	const d = "｜DSML｜"
+	turn1 := append(append([]string(nil), familyReasoning...), "</think>",
+		"\n\n<"+d+"function_calls>\n<"+d+"invoke name=\""+FamilyTool+"\">\n<"+d+"parameter name=\"city\" string=\"true\">Paris</"+d+"parameter>\n<"+d+"parameter name=\"unit\" string=\"false\">",
+		familyUnitJSON, "</"+d+"parameter>\n<"+d+"parameter name=\"note\" string=\"true\">", familyNote,
+		"</"+d+"parameter>\n</"+d+"invoke>\n</"+d+"function_calls>")
+	return FamilyScript{
+		Name: "Tadpole scripted DeepSeek V3.2 test model", Template: tmpl,
+		Specials:   []string{"<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>"},
+		UserTokens: []string{"<think>", "</think>"},
+		Trigger:    "<think>", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append([]string{"</think>"}, familyAnswer...),
+	}
+}
