@@ -402,3 +402,64 @@ func breakdown(before, after map[string][2]float64) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// waitIdle waits (up to 2 minutes) until the server has no slot
+// processing: Tadpole's /api/ps slots_busy, llama-server's GET /slots
+// is_processing. A server that answers neither is waited for 5 s.
+func (s *httpServer) waitIdle() {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		busy, ok := s.busy()
+		if !ok {
+			time.Sleep(5 * time.Second)
+			return
+		}
+		if !busy {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// busy reports whether a slot of the server is processing; ok is false
+// when the server does not say.
+func (s *httpServer) busy() (busy, ok bool) {
+	resp, err := http.Get(s.url + "/slots")
+	if err == nil && resp.StatusCode == http.StatusOK {
+		defer resp.Body.Close()
+		var slots []struct {
+			IsProcessing bool `json:"is_processing"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&slots) == nil {
+			for _, sl := range slots {
+				busy = busy || sl.IsProcessing
+			}
+			return busy, true
+		}
+		return false, false
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
+	resp, err = http.Get(s.url + "/api/ps")
+	if err != nil {
+		return false, false
+	}
+	defer resp.Body.Close()
+	var ps struct {
+		Models []struct {
+			Tadpole *struct {
+				SlotsBusy int `json:"slots_busy"`
+			} `json:"tadpole"`
+		} `json:"models"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&ps) != nil {
+		return false, false
+	}
+	for _, m := range ps.Models {
+		if m.Tadpole != nil && m.Tadpole.SlotsBusy > 0 {
+			busy = true
+		}
+	}
+	return busy, true
+}

@@ -280,6 +280,10 @@ func httpTable(servers []*httpServer, m *engine.Model, streams []int, n, reps, p
 					row += fmt.Sprintf(" %.1f", rate)
 					if s.failed > 0 {
 						row += fmt.Sprintf(" (%d failed)", s.failed)
+						// A failed request's generation may go on in the
+						// server: wait for it so that the next case does
+						// not share the CPU with it.
+						s.waitIdle()
 					}
 					row += " |"
 				}
