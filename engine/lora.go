@@ -35,8 +35,8 @@ type Adapter struct {
 
 // MaxAdapterScale bounds the scale of an adapter in a set: llama.cpp
 // takes any float, and a huge or non-finite one only fills the logits with
-// Inf or NaN.
-const MaxAdapterScale = 100
+// Inf or NaN; a useful scale is within ±1, rarely beyond ±2.
+const MaxAdapterScale = 10
 
 // MaxAdapters is the most adapters one context applies at once (each
 // adds six graph nodes per tensor it changes).
@@ -45,11 +45,6 @@ const MaxAdapters = 16
 // ErrAdapter wraps every error of an adapter file that does not fit its
 // model.
 var ErrAdapter = errors.New("LoRA adapter")
-
-// loraTypes are the tensor types an adapter's tensors may have: those
-// whose matrix products the CPU backend computes (as PEFT's converter
-// writes them: f32, f16, bf16 or q8_0).
-var loraTypes = map[gguf.TensorType]bool{gguf.F32: true, gguf.F16: true, gguf.BF16: true, gguf.Q8_0: true}
 
 // LoadAdapter loads the GGUF LoRA adapter at path for m. The file is
 // checked first against everything llama.cpp reads from it, asserts on
@@ -95,111 +90,21 @@ func (m *Model) LoadAdapter(path string) (*Adapter, error) {
 	return a, nil
 }
 
-// checkAdapter checks an adapter file's metadata and tensors against m.
+// checkAdapter checks an adapter file's header against m's
+// (gguf.CheckAdapter, with m's own vocabulary for alora tokens).
 func checkAdapter(f *gguf.File, m *Model) (*Adapter, error) {
-	str := func(key, want string) error {
-		v, ok := f.Get(key)
-		s, isStr := v.(string)
-		switch {
-		case !ok:
-			return fmt.Errorf("%s is missing (want %q)", key, want)
-		case !isStr:
-			return fmt.Errorf("%s is a %T, not a string", key, v)
-		case want != "" && s != want:
-			return fmt.Errorf("%s is %q, want %q", key, s, want)
-		}
-		return nil
-	}
-	if err := str("general.type", "adapter"); err != nil {
+	info, err := gguf.CheckAdapter(f, m.GGUF)
+	if err != nil {
 		return nil, err
-	}
-	if err := str("adapter.type", "lora"); err != nil {
-		return nil, err
-	}
-	if err := str("general.architecture", ""); err != nil {
-		return nil, err
-	}
-	if arch := f.Architecture(); arch != m.GGUF.Architecture() {
-		return nil, fmt.Errorf("it is for %q models, and the model is %q", arch, m.GGUF.Architecture())
-	}
-	a := &Adapter{}
-	if v, ok := f.Get("adapter.lora.alpha"); ok {
-		alpha, isF32 := v.(float32)
-		if !isF32 || math.IsNaN(float64(alpha)) || math.IsInf(float64(alpha), 0) || alpha < 0 {
-			return nil, fmt.Errorf("adapter.lora.alpha must be a finite, non-negative float32, got %T %v", v, v)
-		}
-		a.Alpha = alpha
 	}
 	if v, ok := f.Get("adapter.alora.invocation_tokens"); ok {
-		toks, isU32 := v.([]uint32)
-		if !isU32 {
-			return nil, fmt.Errorf("adapter.alora.invocation_tokens must be an array of uint32, got %T", v)
-		}
-		for _, t := range toks {
+		for _, t := range v.([]uint32) { // CheckAdapter checked the type
 			if int64(t) >= int64(m.nVocab) {
 				return nil, fmt.Errorf("adapter.alora.invocation_tokens holds token %d, past the model's vocabulary of %d", t, m.nVocab)
 			}
 		}
 	}
-	base := map[string]gguf.TensorInfo{}
-	for _, t := range m.GGUF.Tensors {
-		base[t.Name] = t
-	}
-	type pair struct{ a, b *gguf.TensorInfo }
-	pairs := map[string]*pair{}
-	for i := range f.Tensors {
-		t := &f.Tensors[i]
-		name, isA := strings.CutSuffix(t.Name, ".lora_a")
-		isB := false
-		if !isA {
-			name, isB = strings.CutSuffix(t.Name, ".lora_b")
-		}
-		if !isA && !isB {
-			return nil, fmt.Errorf("tensor %q is not a LoRA tensor (its name must end in .lora_a or .lora_b)", t.Name)
-		}
-		if !loraTypes[t.Type] {
-			return nil, fmt.Errorf("tensor %q has type %s; adapters here hold F32, F16, BF16 or Q8_0", t.Name, t.Type)
-		}
-		if len(t.Dims) != 2 {
-			return nil, fmt.Errorf("tensor %q has %d dimensions, want 2", t.Name, len(t.Dims))
-		}
-		p := pairs[name]
-		if p == nil {
-			p = &pair{}
-			pairs[name] = p
-		}
-		if isA {
-			p.a = t
-		} else {
-			p.b = t
-		}
-		a.Bytes += t.Size()
-	}
-	if len(pairs) == 0 {
-		return nil, errors.New("it has no tensors")
-	}
-	for name, p := range pairs {
-		if p.a == nil || p.b == nil {
-			return nil, fmt.Errorf("tensor %q has only one of its .lora_a and .lora_b", name)
-		}
-		w, ok := base[name]
-		if !ok {
-			return nil, fmt.Errorf("tensor %q is not in the model (an adapter for another model?)", name)
-		}
-		if len(w.Dims) != 2 {
-			return nil, fmt.Errorf("tensor %q of the model is not a matrix", name)
-		}
-		if name == "token_embd.weight" {
-			// llama.cpp applies it flipped (llm_build_inp_embd).
-			if w.Dims[0] != p.b.Dims[1] || w.Dims[1] != p.a.Dims[1] || p.a.Dims[0] != p.b.Dims[0] {
-				return nil, fmt.Errorf("tensor %q: shapes %v × %v do not fit the model's %v", name, p.a.Dims, p.b.Dims, w.Dims)
-			}
-		} else if w.Dims[0] != p.a.Dims[0] || w.Dims[1] != p.b.Dims[1] || p.a.Dims[1] != p.b.Dims[0] {
-			return nil, fmt.Errorf("tensor %q: shapes %v × %v do not fit the model's %v (rank %d)", name, p.a.Dims, p.b.Dims, w.Dims, p.a.Dims[1])
-		}
-		a.Tensors++
-	}
-	return a, nil
+	return &Adapter{Alpha: info.Alpha, Tensors: info.Tensors, Bytes: info.Bytes}, nil
 }
 
 // Path is the file the adapter was loaded from.

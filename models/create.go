@@ -124,6 +124,8 @@ func (b *builder) build() error {
 			var l Layer
 			if l, err = b.ggufLayer(c.Value, MediaTypeAdapter); err != nil {
 				err = fmt.Errorf("ADAPTER %s: %w", c.Value, err)
+			} else if err = b.checkAdapter(l); err != nil {
+				err = fmt.Errorf("ADAPTER %s: %w", c.Value, err)
 			} else {
 				b.layers = append(b.layers, l)
 			}
@@ -443,6 +445,41 @@ func sameVocab(model, draft string) error {
 		if mt[i] != dt[i] {
 			return fmt.Errorf("token %d is %q in the draft model and %q in the model: %w", i, dt[i], mt[i], ErrInvalidModel)
 		}
+	}
+	return nil
+}
+
+// checkAdapter refuses a LoRA adapter that does not fit the model's base
+// (gguf.CheckAdapter: its architecture, tensors and shapes): at create,
+// naming both, rather than at first use.
+func (b *builder) checkAdapter(l Layer) error {
+	var base *Layer
+	for i := range b.layers {
+		if b.layers[i].MediaType == MediaTypeModel {
+			base = &b.layers[i]
+			break
+		}
+	}
+	if base == nil {
+		return fmt.Errorf("an adapter needs its base model first (FROM): %w", ErrInvalidModel)
+	}
+	open := func(d string) (*gguf.File, error) {
+		p, err := b.s.blobPath(d)
+		if err != nil {
+			return nil, err
+		}
+		return gguf.Open(p)
+	}
+	af, err := open(l.Digest)
+	if err != nil {
+		return err
+	}
+	bf, err := open(base.Digest)
+	if err != nil {
+		return err
+	}
+	if _, err := gguf.CheckAdapter(af, bf); err != nil {
+		return fmt.Errorf("the LoRA adapter does not fit the base model %s (%s): %v: %w", base.Digest, bf.Architecture(), err, ErrInvalidModel)
 	}
 	return nil
 }

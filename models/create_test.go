@@ -142,15 +142,29 @@ LICENSE Third
 		t.Errorf("nosystem: System = %q, Messages = %v", ns.System, ns.Messages)
 	}
 
-	// ADAPTER by path and by blob, a projector by a second FROM.
+	// ADAPTER by path and by blob (LoRA adapters of the bigram model),
+	// a projector by a second FROM.
 	adapter := filepath.Join(src, "lora.gguf")
-	writeGGUFWithType(t, adapter, "adapter")
+	if err := testmodels.WriteBigramAdapter(adapter, "colors", testmodels.AdapterColors); err != nil {
+		t.Fatal(err)
+	}
+	adapter2 := filepath.Join(src, "lora2.gguf")
+	if err := testmodels.WriteBigramAdapter(adapter2, "count", testmodels.AdapterCount); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, s, "countonly", mustParse(t, fmt.Sprintf("FROM bigram\nADAPTER %s\n", adapter2)))
+	d2 := mustResolve(t, s, "countonly").Adapters[0]
 	proj := filepath.Join(src, "mmproj.gguf")
 	writeGGUFWithType(t, proj, "projector")
-	mustCreate(t, s, "adapted", mustParse(t, fmt.Sprintf("FROM bigram\nFROM %s\nADAPTER %s\nADAPTER @%s\n", proj, adapter, e.ModelDigest)))
+	mustCreate(t, s, "adapted", mustParse(t, fmt.Sprintf("FROM bigram\nFROM %s\nADAPTER %s\nADAPTER @%s\n", proj, adapter, "sha256:"+strings.TrimPrefix(filepath.Base(d2), "sha256-"))))
 	a := mustResolve(t, s, "adapted")
-	if len(a.Adapters) != 2 || a.Adapters[1] != e.Path || len(a.Projectors) != 1 {
+	if len(a.Adapters) != 2 || a.Adapters[1] != d2 || len(a.Projectors) != 1 {
 		t.Errorf("Adapters = %q, Projectors = %q", a.Adapters, a.Projectors)
+	}
+	// An adapter that does not fit the base (a model GGUF as adapter) is
+	// refused at create.
+	if err := s.Create("misfit", mustParse(t, fmt.Sprintf("FROM bigram\nADAPTER @%s\n", e.ModelDigest)), nil); !errors.Is(err, ErrInvalidModel) || !strings.Contains(err.Error(), "does not fit the base model") {
+		t.Errorf("a model as ADAPTER: %v", err)
 	}
 
 	// Re-creating from the rendered Modelfile gives the same layers.
@@ -175,7 +189,7 @@ LICENSE Third
 	for _, e := range list {
 		names = append(names, e.Name.String())
 	}
-	want := []string{"adapted:latest", "bigram:latest", "fromblob2:latest", "fromblob:latest", "nosystem:latest", "ns/child:v1", "recreated:latest"}
+	want := []string{"adapted:latest", "bigram:latest", "countonly:latest", "fromblob2:latest", "fromblob:latest", "nosystem:latest", "ns/child:v1", "recreated:latest"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("List = %q, want %q", names, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -247,8 +248,11 @@ func TestOllamaLayoutStore(t *testing.T) {
 	}
 }
 
-// A model whose ADAPTER is not a LoRA adapter (here the demo model's GGUF)
-// is refused with a 400 naming the adapter, not served without it.
+// An ADAPTER that is not a LoRA adapter of the base (here the demo
+// model's own GGUF), or an adapter of another base (the bigram model's
+// adapter over the demo model: same architecture, other shapes), is a
+// 400 at create naming the adapter and the base, before anything is
+// stored or streamed.
 func TestAdapterRefused(t *testing.T) {
 	ts := startServer(t)
 	ctx := context.Background()
@@ -256,14 +260,28 @@ func TestAdapterRefused(t *testing.T) {
 	if err := ts.Client.CreateBlob(ctx, digest, bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
-	err := ts.Client.Create(ctx, &api.CreateRequest{Model: "withlora", From: "stories", Adapters: map[string]string{"lora.gguf": digest}},
-		func(api.ProgressResponse) error { return nil })
-	if err != nil {
+	ap := filepath.Join(t.TempDir(), "colors.gguf")
+	if err := testmodels.WriteBigramAdapter(ap, "colors", testmodels.AdapterColors); err != nil {
 		t.Fatal(err)
 	}
-	err = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "withlora", Prompt: "Once", Options: greedyOpts(3)}, func(api.GenerateResponse) error { return nil })
-	var se client.StatusError
-	if !asStatus(err, &se) || se.StatusCode != 400 || !strings.Contains(se.Message, "adapter") {
-		t.Fatalf("generate with an adapter: %v", err)
+	adigest, adata := fileDigest(t, ap)
+	if err := ts.Client.CreateBlob(ctx, adigest, bytes.NewReader(adata), int64(len(adata))); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, digest, want string
+	}{
+		{"a model as adapter", digest, "general.type"},
+		{"another base's adapter", adigest, "does not fit the base model"},
+	} {
+		err := ts.Client.Create(ctx, &api.CreateRequest{Model: "withlora", From: "stories", Adapters: map[string]string{"lora.gguf": c.digest}},
+			func(api.ProgressResponse) error { return nil })
+		var se client.StatusError
+		if !asStatus(err, &se) || se.StatusCode != 400 || !strings.Contains(se.Message, c.want) || !strings.Contains(se.Message, "ADAPTER") {
+			t.Errorf("%s: %v, want a 400 naming %q", c.name, err, c.want)
+		}
+	}
+	if _, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "withlora"}); !client.IsNotFound(err) {
+		t.Errorf("a refused create left a model: %v", err)
 	}
 }

@@ -12,6 +12,9 @@ import (
 	"github.com/tadpole-llm/tadpole/server/api"
 )
 
+// MaxLoRAScale bounds a LoRA adapter's scale (engine.MaxAdapterScale).
+const MaxLoRAScale = engine.MaxAdapterScale
+
 // LoRA names a LoRA adapter and its scale for one request (issue 38): by
 // ID, the adapter's id on the model's instance (GET /lora-adapters, as
 // llama-server numbers them), or by Name, a model of the store made with

@@ -95,6 +95,7 @@ func (h *Handler) create(c echo.Context) error {
 // its 200. Store.Create checks again, for what a Modelfile imports.
 func (h *Handler) checkGGUFs(mf *models.Modelfile) error {
 	first := true
+	basePath, baseName := "", "" // the first FROM's file and name, for the ADAPTER lines' check
 	for _, cmd := range mf.Commands {
 		if cmd.Name != models.CmdFrom && cmd.Name != models.CmdAdapter {
 			continue
@@ -102,6 +103,10 @@ func (h *Handler) checkGGUFs(mf *models.Modelfile) error {
 		base := first && cmd.Name == models.CmdFrom
 		if base {
 			first = false
+			baseName = cmd.Value
+			if e, err := h.Store.Resolve(cmd.Value); err == nil {
+				basePath = e.Path
+			}
 		}
 		var err error
 		if d := strings.TrimPrefix(cmd.Value, "@"); models.ValidDigest(d) {
@@ -109,6 +114,20 @@ func (h *Handler) checkGGUFs(mf *models.Modelfile) error {
 				continue // storeReference says so
 			}
 			err = h.Store.CheckBlob(d)
+			if p, perr := h.Store.BlobPath(d); err == nil && perr == nil && base {
+				basePath = p
+			}
+			if p, perr := h.Store.BlobPath(d); err == nil && perr == nil && cmd.Name == models.CmdAdapter && basePath != "" {
+				// An adapter for another base: refused before the stream
+				// starts, naming both (Store.Create checks again).
+				af, aerr := gguf.Open(p)
+				bf, berr := gguf.Open(basePath)
+				if aerr == nil && berr == nil {
+					if _, cerr := gguf.CheckAdapter(af, bf); cerr != nil {
+						return errorf(http.StatusBadRequest, "ADAPTER %s: the LoRA adapter does not fit the base model (FROM %s, %s): %v", cmd.Value, baseName, bf.Architecture(), cerr)
+					}
+				}
+			}
 			if p, perr := h.Store.BlobPath(d); err == nil && perr == nil && base {
 				// An architecture the engine does not know: refused now,
 				// not at first use.

@@ -105,8 +105,8 @@ func (h *Handler) setLoRA(c echo.Context) error {
 		if _, dup := scales[*s.ID]; dup {
 			return invalid("id", "Invalid '[%d]': adapter %d is in the list twice.", i, *s.ID)
 		}
-		if sc != sc || sc > 100 || sc < -100 {
-			return invalid("scale", "Invalid '[%d].scale': %v is out of range (-100..100).", i, sc)
+		if sc != sc || sc > infer.MaxLoRAScale || sc < -infer.MaxLoRAScale {
+			return invalid("scale", "Invalid '[%d].scale': %v is out of range (-%d..%d).", i, sc, infer.MaxLoRAScale, infer.MaxLoRAScale)
 		}
 		scales[*s.ID] = float32(sc)
 	}
