@@ -303,12 +303,12 @@ func TestUIChat(t *testing.T) {
 	b.shoot(dir, "chat")
 	b.do(chromedp.Navigate(ts.URL + "/ui/#/running"))
 	b.waitFor("the running model", `document.querySelector('#ps-table tr[data-model="stories:latest"]')`, 30*time.Second)
-	b.waitFor("a chart", `document.querySelectorAll('.chart').length === 6`, 10*time.Second)
+	b.waitFor("a chart", `document.querySelectorAll('.chart').length === 6`, 60*time.Second)
 	// The chats' time to first token, from /metrics' histogram.
 	if got := eval[string](b, `document.querySelector('.chart[data-chart=ttft] strong').textContent`); !strings.HasSuffix(got, " ms") && !strings.HasSuffix(got, " s") {
 		t.Errorf("time to first token chart shows %q", got)
 	}
-	b.waitFor("a second sample", `document.querySelector('.chart[data-chart=running] polyline')`, 10*time.Second)
+	b.waitFor("a second sample", `document.querySelector('.chart[data-chart=running] polyline')`, 60*time.Second)
 	b.shoot(dir, "running")
 	b.do(chromedp.Navigate(ts.URL + "/ui/#/models"))
 	b.waitFor("the models table", `document.querySelector('#models-table tr[data-model="stories:latest"]')`, 30*time.Second)
@@ -334,11 +334,11 @@ func TestUIStop(t *testing.T) {
 	b.waitFor("the busy slot", `(document.querySelector('#ps-table tr[data-model="stories:latest"] .slots-text') || {}).textContent === '1 / 4' && document.querySelectorAll('#ps-table .slot.busy').length === 1`, 20*time.Second)
 	b.shoot(screenshots(t), "running-busy")
 	eval[bool](b, `(location.hash = '#/chat', true)`)
-	b.waitFor("the answer still streaming", `document.querySelector('.msg.assistant[data-state=streaming]') && !document.querySelector('#stop').hidden`, 10*time.Second)
+	b.waitFor("the answer still streaming", `document.querySelector('.msg.assistant[data-state=streaming]') && !document.querySelector('#stop').hidden`, 60*time.Second)
 	before := eval[int](b, `+document.querySelector('.msg.assistant').dataset.chunks`)
-	b.waitFor("more tokens", fmt.Sprintf(`+document.querySelector('.msg.assistant').dataset.chunks > %d`, before), 10*time.Second)
+	b.waitFor("more tokens", fmt.Sprintf(`+document.querySelector('.msg.assistant').dataset.chunks > %d`, before), 60*time.Second)
 	b.click("#stop")
-	b.waitFor("the stopped message", `document.querySelector('.msg.assistant[data-state=stopped]')`, 10*time.Second)
+	b.waitFor("the stopped message", `document.querySelector('.msg.assistant[data-state=stopped]')`, 60*time.Second)
 	m := b.lastAssistant()
 	if !m.Stopped || m.Content == "" || m.Error != "" {
 		t.Fatalf("stopped message %+v", m)
@@ -407,7 +407,7 @@ func TestUIEscapesMarkup(t *testing.T) {
 	b.do(chromedp.Reload())
 	b.waitFor("the model picker", `document.querySelector('#model option[value="xss:latest"]')`, 30*time.Second)
 	b.set("#model", "xss:latest")
-	b.waitFor("the model's system prompt", `document.querySelector('#model-system .model-system-text')`, 10*time.Second)
+	b.waitFor("the model's system prompt", `document.querySelector('#model-system .model-system-text')`, 60*time.Second)
 	if got := eval[string](b, `document.querySelector('#model-system .model-system-text').textContent`); got != xss {
 		t.Errorf("model system shown as %q", got)
 	}
@@ -451,9 +451,9 @@ func TestUIEscapesMarkup(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.do(chromedp.SetUploadFiles(chromedp.CSS("#import-file"), []string{file}))
-	b.waitFor("the import", `document.getElementById('banner').textContent.includes('Imported 1 conversation')`, 10*time.Second)
+	b.waitFor("the import", `document.getElementById('banner').textContent.includes('Imported 1 conversation')`, 60*time.Second)
 	b.click(".convs li:nth-child(2) a")
-	b.waitFor("the imported conversation", `document.querySelector('.msg.assistant .tool-call')`, 10*time.Second)
+	b.waitFor("the imported conversation", `document.querySelector('.msg.assistant .tool-call')`, 60*time.Second)
 	if got := eval[string](b, `document.querySelector('.msg.assistant .content p').textContent`); got != xss {
 		t.Errorf("imported answer shown as %q", got)
 	}
@@ -498,7 +498,7 @@ func TestUIKeys(t *testing.T) {
 		b.click("form.login button[type=submit]")
 	}
 	login("wrong-key")
-	b.waitFor("the refusal", `(document.querySelector('form.login .error') || {}).textContent === 'The server refused this key.'`, 10*time.Second)
+	b.waitFor("the refusal", `(document.querySelector('form.login .error') || {}).textContent === 'The server refused this key.'`, 60*time.Second)
 	if eval[string](b, `sessionStorage.getItem('tadpole.key') || ''`) != "" {
 		t.Error("a refused key was kept")
 	}
@@ -515,7 +515,7 @@ func TestUIKeys(t *testing.T) {
 		t.Error("the key is not in session storage only")
 	}
 	b.do(chromedp.Navigate(ts.URL + "/ui/#/keys"))
-	b.waitFor("the refusal of the Keys view", `document.getElementById('view').textContent.includes('needs an admin key')`, 10*time.Second)
+	b.waitFor("the refusal of the Keys view", `document.getElementById('view').textContent.includes('needs an admin key')`, 60*time.Second)
 	b.do(chromedp.Navigate(ts.URL + "/ui/#/models"))
 	b.waitFor("the models", `document.querySelector('#models-table tr[data-model="stories:latest"]')`, 30*time.Second)
 	if eval[bool](b, `!!document.querySelector('#pull, #models-table .confirm, .copy-dest')`) {
@@ -529,7 +529,7 @@ func TestUIKeys(t *testing.T) {
 	}
 
 	b.click("#signout")
-	b.waitFor("the key prompt", `document.querySelector('#key')`, 10*time.Second)
+	b.waitFor("the key prompt", `document.querySelector('#key')`, 60*time.Second)
 	login("admin-key")
 	b.waitFor("the models as admin", `document.querySelector('#models-table tr[data-model="stories:latest"] .confirm')`, 30*time.Second)
 	if !eval[bool](b, `!document.querySelector('a[data-view=keys]').hidden`) {
@@ -559,7 +559,7 @@ func TestUIKeys(t *testing.T) {
 	b.do(chromedp.Navigate(ts.URL + "/ui/#/jobs"))
 	b.waitFor("the completed job", fmt.Sprintf(`document.querySelector('#jobs-table tr[data-job=%q][data-state=completed]')`, job.ID), 30*time.Second)
 	b.click(fmt.Sprintf(`#jobs-table tr[data-job=%q] button`, job.ID))
-	b.waitFor("the cow", `document.querySelector('#job-result').textContent.includes('hello from the console test')`, 10*time.Second)
+	b.waitFor("the cow", `document.querySelector('#job-result').textContent.includes('hello from the console test')`, 60*time.Second)
 	b.shoot(dir, "jobs")
 	b.do(chromedp.Navigate(ts.URL + "/ui/#/keys"))
 	b.waitFor("the usage table", `document.querySelectorAll('#keys-table tbody tr').length === 2`, 30*time.Second)
@@ -592,7 +592,7 @@ func TestUIThinking(t *testing.T) {
 	b.do(chromedp.Navigate(ts.URL + "/ui/"))
 	b.waitFor("the model picker", `document.querySelector('#model option[value="script:latest"]')`, 30*time.Second)
 	b.set("#model", "script:latest")
-	b.waitFor("the Think switch", `document.querySelector('#caps').textContent.includes('thinking') && !document.querySelector('#think').closest('label').hidden`, 10*time.Second)
+	b.waitFor("the Think switch", `document.querySelector('#caps').textContent.includes('thinking') && !document.querySelector('#think').closest('label').hidden`, 60*time.Second)
 	b.set("#temperature", "0")
 	b.set("#num-predict", "40")
 	b.do(chromedp.SendKeys(chromedp.CSS("#prompt"), "What is the weather in Paris?"))
@@ -635,13 +635,13 @@ func TestUIVision(t *testing.T) {
 	b.do(chromedp.Navigate(ts.URL + "/ui/"))
 	b.waitFor("the model picker", `document.querySelector('#model option[value="vision:latest"]')`, 30*time.Second)
 	b.set("#model", "stories:latest")
-	b.waitFor("no attach for the demo model", `document.querySelector('#attach').hidden`, 10*time.Second)
+	b.waitFor("no attach for the demo model", `document.querySelector('#attach').hidden`, 60*time.Second)
 	b.set("#model", "vision:latest")
-	b.waitFor("the attach button", `!document.querySelector('#attach').hidden && document.querySelector('#caps').textContent.includes('vision')`, 10*time.Second)
+	b.waitFor("the attach button", `!document.querySelector('#attach').hidden && document.querySelector('#caps').textContent.includes('vision')`, 60*time.Second)
 	b.set("#temperature", "0")
 	b.set("#num-predict", "12")
 	b.do(chromedp.SetUploadFiles(chromedp.CSS("#attach-file"), []string{file}))
-	b.waitFor("the thumbnail", `document.querySelector('#thumbs img')`, 10*time.Second)
+	b.waitFor("the thumbnail", `document.querySelector('#thumbs img')`, 60*time.Second)
 	b.do(chromedp.SendKeys(chromedp.CSS("#prompt"), "What is this?"))
 	b.click("#send")
 	b.waitFor("the answer", `document.querySelector('.msg.assistant[data-state=done]')`, 60*time.Second)
