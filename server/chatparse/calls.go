@@ -296,16 +296,12 @@ func jsonString(s string) []byte {
 // <｜tool▁call▁end｜>, "function<｜tool▁sep｜>name\n```json\n{…}\n```"
 // (R1) or "name<｜tool▁sep｜>{…}" (V3.1).
 func (p *Parser) deepSeek(body string) ([]ToolCall, error) {
+	parts, err := callParts(body, deepSeekCallBegin, deepSeekCallEnd, "DeepSeek")
+	if err != nil {
+		return nil, err
+	}
 	var calls []ToolCall
-	for _, part := range strings.Split(body, deepSeekCallBegin) {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		part, ok := strings.CutSuffix(part, deepSeekCallEnd)
-		if !ok {
-			return nil, fmt.Errorf("a DeepSeek call without its end")
-		}
+	for _, part := range parts {
 		name, args, ok := strings.Cut(part, deepSeekSep)
 		if !ok {
 			return nil, fmt.Errorf("a DeepSeek call without a separator")
@@ -508,16 +504,12 @@ func (p *Parser) glm(body string) ([]ToolCall, error) {
 // "<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{…}
 // <|tool_call_end|>".
 func (p *Parser) kimi(body string) ([]ToolCall, error) {
+	parts, err := callParts(body, kimiCallBegin, kimiCallEnd, "Kimi")
+	if err != nil {
+		return nil, err
+	}
 	var calls []ToolCall
-	for _, part := range strings.Split(body, kimiCallBegin) {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		part, ok := strings.CutSuffix(part, kimiCallEnd)
-		if !ok {
-			return nil, fmt.Errorf("a Kimi call without its end")
-		}
+	for _, part := range parts {
 		id, args, ok := strings.Cut(part, kimiArgsBegin)
 		if !ok {
 			return nil, fmt.Errorf("a Kimi call without its arguments")
@@ -647,4 +639,23 @@ func (p *Parser) apertus(body string) ([]ToolCall, error) {
 		return nil, fmt.Errorf("no call in the Apertus block")
 	}
 	return calls, nil
+}
+
+// callParts splits a tool-call section into its calls, each between
+// begin and end (surrounding whitespace dropped): a call without its end
+// is an error naming the family.
+func callParts(body, begin, end, family string) ([]string, error) {
+	var parts []string
+	for _, part := range strings.Split(body, begin) {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		part, ok := strings.CutSuffix(part, end)
+		if !ok {
+			return nil, fmt.Errorf("a %s call without its end", family)
+		}
+		parts = append(parts, part)
+	}
+	return parts, nil
 }
