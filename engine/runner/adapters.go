@@ -130,8 +130,7 @@ type LoadedAdapter struct {
 	ID    int
 	Path  string
 	Scale float32
-	Bytes uint64
-	*engine.Adapter
+	*engine.Adapter // its Bytes: the memory of its tensors
 }
 
 // adapterRegistry is a runner's loaded adapters (under mu).
@@ -170,7 +169,7 @@ func (r *Runner) LoadAdapter(ctx context.Context, path string) (*LoadedAdapter, 
 			lerr = err
 			return
 		}
-		la = &LoadedAdapter{ID: len(reg.loaded), Path: path, Bytes: a.Bytes, Adapter: a}
+		la = &LoadedAdapter{ID: len(reg.loaded), Path: path, Adapter: a}
 		reg.loaded = append(reg.loaded, la)
 		if reg.byPath == nil {
 			reg.byPath = map[string]*LoadedAdapter{}
