@@ -196,7 +196,7 @@ func TestLoRABadFiles(t *testing.T) {
 		{"alora tokens of floats", set(good, "adapter.alora.invocation_tokens", []float32{1}), tensors, "uint32"},
 		{"no pair", good, tensors[:1], "only one"},
 		{"not LoRA", good, rename(a.Name, "output.weight"), "not a LoRA tensor"},
-		{"not in the model", good, append(rename(a.Name, "blk.9.attn_q.weight.lora_a"), gguf.Tensor{Name: "blk.9.attn_q.weight.lora_b", Dims: b.Dims, Type: b.Type, Data: b.Data}), "not in the base model"},
+		{"not in the model", good, []gguf.Tensor{{Name: "blk.9.attn_q.weight.lora_a", Dims: a.Dims, Type: a.Type, Data: a.Data}, {Name: "blk.9.attn_q.weight.lora_b", Dims: b.Dims, Type: b.Type, Data: b.Data}}, "not in the base model"},
 		{"wrong rank", good, reshape(a.Name, []uint64{a.Dims[0] / 2, a.Dims[1] * 2}), "do not fit"},
 		{"3 dimensions", good, reshape(a.Name, []uint64{a.Dims[0], a.Dims[1], 1}), "dimensions"},
 	} {

@@ -77,6 +77,7 @@ func CheckAdapter(f, base *File) (AdapterInfo, error) {
 	}
 	type pair struct{ a, b *TensorInfo }
 	pairs := map[string]*pair{}
+	var order []string
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
 		name, isA := strings.CutSuffix(t.Name, ".lora_a")
@@ -97,6 +98,7 @@ func CheckAdapter(f, base *File) (AdapterInfo, error) {
 		if p == nil {
 			p = &pair{}
 			pairs[name] = p
+			order = append(order, name)
 		}
 		if isA {
 			p.a = t
@@ -108,7 +110,10 @@ func CheckAdapter(f, base *File) (AdapterInfo, error) {
 	if len(pairs) == 0 {
 		return a, errors.New("it has no tensors")
 	}
-	for name, p := range pairs {
+	// In file order, so that a file with several faults always names the
+	// same one.
+	for _, name := range order {
+		p := pairs[name]
 		if p.a == nil || p.b == nil {
 			return a, fmt.Errorf("tensor %q has only one of its .lora_a and .lora_b", name)
 		}
