@@ -56,7 +56,21 @@ type Config struct {
 	// model of the same vocabulary (CheckDraftVocab), which the caller
 	// keeps loaded while the runner lives.
 	Draft *engine.Model
+	// PriorityStep is what one level of Request.Priority is worth in
+	// waiting time (0: DefaultPriorityStep): a waiting request is
+	// overtaken by a request of a higher priority only if that one queued
+	// less than PriorityStep × the difference after it. So background
+	// work gives way to interactive requests but never starves under a
+	// steady stream of them.
+	PriorityStep time.Duration
 }
+
+// DefaultPriorityStep is Config.PriorityStep's default: a job (priority
+// -1) lets interactive requests that arrive up to 2 s after it go first.
+const DefaultPriorityStep = 2 * time.Second
+
+// MaxPriority bounds Request.Priority either way.
+const MaxPriority = 100
 
 // Request is one generation. Prompt holds the already templated and
 // tokenized prompt.
@@ -103,8 +117,9 @@ type Request struct {
 	Logprobs    bool
 	TopLogprobs int
 	// Priority orders waiting requests: higher first, FIFO within a
-	// priority. Background work (jobs) uses a negative priority so that
-	// interactive requests overtake it for free slots.
+	// priority, each level worth Config.PriorityStep of waiting time.
+	// Background work (jobs) uses a negative priority so that interactive
+	// requests overtake it for free slots, for a bounded time.
 	Priority int
 	// Notify, if set, is signalled (without blocking) whenever the
 	// request's stream gets events, besides the stream's own Ready: one
@@ -220,8 +235,8 @@ type Runner struct {
 	turnSteps   int
 	// adapterReg is the adapters loaded for the model (adapters.go).
 	adapterReg adapterRegistry
-	wake      chan struct{}
-	done      chan struct{}
+	wake       chan struct{}
+	done       chan struct{}
 }
 
 type request struct {
@@ -232,6 +247,9 @@ type request struct {
 	ctx     context.Context
 	stream  *Stream
 	queued  time.Time
+	// order is queued moved by the request's priority (Config.PriorityStep):
+	// waiting requests are admitted in this order.
+	order time.Time
 	// prefetched is the prompt cache's disk entry read for this request
 	// before it queued (promptcache.go), until a slot takes it.
 	prefetched *prefetched
@@ -250,6 +268,9 @@ func New(m *engine.Model, cfg Config) (*Runner, error) {
 	}
 	if cfg.NumBatch <= 0 {
 		cfg.NumBatch = DefaultBatch
+	}
+	if cfg.PriorityStep <= 0 {
+		cfg.PriorityStep = DefaultPriorityStep
 	}
 	if cfg.Parallel > engine.MaxSeq || cfg.NumCtx > engine.MaxContext/cfg.Parallel {
 		return nil, fmt.Errorf("runner: %d slots of %d tokens do not fit one context (at most %d slots, %d tokens in all)",
@@ -328,6 +349,9 @@ func (r *Runner) Generate(ctx context.Context, req Request) (*Stream, error) {
 	if req.NumCtx == 0 {
 		req.NumCtx = r.cfg.NumCtx
 	}
+	if req.Priority < -MaxPriority || req.Priority > MaxPriority {
+		return nil, fmt.Errorf("priority %d is out of range (%d..%d)", req.Priority, -MaxPriority, MaxPriority)
+	}
 	if req.TopLogprobs < 0 || req.TopLogprobs > MaxTopLogprobs {
 		return nil, fmt.Errorf("top_logprobs %d is out of range (0..%d)", req.TopLogprobs, MaxTopLogprobs)
 	}
@@ -360,9 +384,10 @@ func (r *Runner) Generate(ctx context.Context, req Request) (*Stream, error) {
 		smp.Close()
 		return nil, ErrClosed
 	}
-	// Insert after every waiting request of the same or higher priority.
+	// Insert after every waiting request that is not later in order.
+	sr.order = sr.queued.Add(-time.Duration(req.Priority) * r.cfg.PriorityStep)
 	i := len(r.waiting)
-	for i > 0 && r.waiting[i-1].Priority < req.Priority {
+	for i > 0 && r.waiting[i-1].order.After(sr.order) {
 		i--
 	}
 	r.waiting = slices.Insert(r.waiting, i, sr)
@@ -469,7 +494,7 @@ func (r *Runner) shutdown() {
 }
 
 // admit ends waiting requests whose client went away, then moves waiting
-// requests into free slots, oldest first, each into the free slot whose
+// requests into free slots in their order, each into the free slot whose
 // cached tokens share the longest prefix with its prompt.
 func (r *Runner) admit() {
 	r.mu.Lock()

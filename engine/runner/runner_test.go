@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strings"
@@ -463,47 +464,67 @@ func TestLogprobs(t *testing.T) {
 	}
 }
 
-// Waiting requests are admitted by priority, FIFO within one.
+// Waiting requests are admitted by priority, FIFO within one, a level of
+// priority worth Config.PriorityStep of waiting: background work gives
+// way to later interactive requests only that long.
 func TestPriority(t *testing.T) {
 	m := loadModel(t, "stories260K.gguf")
-	r := newRunner(t, m, Config{Parallel: 1, NumCtx: 128})
 	prompt := tokenize(t, m, "Once upon a time")
-	// Hold the only slot while the others queue.
-	blocker, err := generate(r, context.Background(), Request{Prompt: prompt, NumPredict: 40})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The order requests got the slot, from the runner's own clock (the
-	// order their events are read in depends on goroutines).
-	var mu sync.Mutex
-	admitted := map[string]time.Time{}
-	var wg sync.WaitGroup
-	submit := func(name string, prio int) {
-		events, err := generate(r, context.Background(), Request{Prompt: prompt, NumPredict: 10, Priority: prio})
+	for _, c := range []struct {
+		step time.Duration
+		want string
+	}{
+		{time.Hour, "user1,user2,job1,job2"},
+		// The users queue at least a millisecond after the jobs: the jobs
+		// have waited longer than their priority is worth.
+		{time.Nanosecond, "job1,job2,user1,user2"},
+	} {
+		r := newRunner(t, m, Config{Parallel: 1, NumCtx: 128, PriorityStep: c.step})
+		// Hold the only slot while the others queue.
+		blocker, err := generate(r, context.Background(), Request{Prompt: prompt, NumPredict: 40})
 		if err != nil {
 			t.Fatal(err)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ev := range events {
-				if ev.Done {
-					mu.Lock()
-					admitted[name] = ev.Stats.StartedAt
-					mu.Unlock()
-				}
+		// The order requests got the slot, from the runner's own clock
+		// (the order their events are read in depends on goroutines).
+		var mu sync.Mutex
+		admitted := map[string]time.Time{}
+		var wg sync.WaitGroup
+		submit := func(name string, prio int) {
+			events, err := generate(r, context.Background(), Request{Prompt: prompt, NumPredict: 10, Priority: prio})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ev := range events {
+					if ev.Done {
+						mu.Lock()
+						admitted[name] = ev.Stats.StartedAt
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		submit("job1", -1)
+		submit("job2", -1)
+		time.Sleep(time.Millisecond)
+		submit("user1", 0)
+		submit("user2", 0)
+		collect(t, blocker)
+		wg.Wait()
+		order := []string{"job1", "job2", "user1", "user2"}
+		sort.Slice(order, func(i, j int) bool { return admitted[order[i]].Before(admitted[order[j]]) })
+		if got := strings.Join(order, ","); got != c.want {
+			t.Fatalf("step %v: order %s, want %s", c.step, got, c.want)
+		}
 	}
-	submit("job1", -1)
-	submit("job2", -1)
-	submit("user1", 0)
-	submit("user2", 0)
-	collect(t, blocker)
-	wg.Wait()
-	order := []string{"job1", "job2", "user1", "user2"}
-	sort.Slice(order, func(i, j int) bool { return admitted[order[i]].Before(admitted[order[j]]) })
-	if got := strings.Join(order, ","); got != "user1,user2,job1,job2" {
-		t.Fatalf("order %s", got)
+	r := newRunner(t, m, Config{Parallel: 1, NumCtx: 128})
+	for _, p := range []int{MaxPriority + 1, -MaxPriority - 1, math.MinInt} {
+		if _, err := r.Generate(context.Background(), Request{Prompt: prompt, NumPredict: 1, Priority: p}); err == nil {
+			t.Errorf("priority %d accepted", p)
+		}
 	}
 }
+
