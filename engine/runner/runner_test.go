@@ -528,3 +528,49 @@ func TestPriority(t *testing.T) {
 	}
 }
 
+// pick keeps busy slots in runs of consecutive ids (one ubatch each with
+// a KV stream per slot) unless a slot's cache saves MinCachedPrompt more
+// tokens.
+func TestPickKeepsSlotsTogether(t *testing.T) {
+	long := make([]engine.Token, 3*MinCachedPrompt)
+	for i := range long {
+		long[i] = engine.Token(i + 1)
+	}
+	for _, c := range []struct {
+		name    string
+		busy    string // one letter a slot: b busy, . free
+		cached  int    // the slot holding a prefix of the prompt (-1 none)
+		shared  int    // how long that prefix is
+		unified bool
+		want    int
+	}{
+		{"idle: the lowest", "........", -1, 0, false, 0},
+		{"extends a run", "bbb.....", -1, 0, false, 3},
+		{"joins two runs", "bb.b..b.", -1, 0, false, 2},
+		{"next to a run, not the lowest", "....bb..", -1, 0, false, 3},
+		{"a short shared prefix is not worth a gap", "bb......", 6, MinCachedPrompt - 1, false, 2},
+		{"a long one is", "bb......", 6, MinCachedPrompt, false, 6},
+		{"unified: the longest prefix", "bb......", 6, 1, true, 6},
+		{"all busy", "bbbb", -1, 0, false, -1},
+	} {
+		r := &Runner{cfg: Config{KVUnified: c.unified}}
+		q := &request{prompt: long}
+		for i, b := range c.busy {
+			s := &slot{id: i}
+			if b == 'b' {
+				s.req = &request{}
+			}
+			if i == c.cached {
+				s.cache = long[:c.shared]
+			}
+			r.slots = append(r.slots, s)
+		}
+		got := -1
+		if s := r.pick(q); s != nil {
+			got = s.id
+		}
+		if got != c.want {
+			t.Errorf("%s: slot %d, want %d", c.name, got, c.want)
+		}
+	}
+}
