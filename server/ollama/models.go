@@ -1,6 +1,7 @@
 package ollama
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -285,10 +286,25 @@ func streamProgress(c echo.Context, stream *bool, run func(progress func(api.Pro
 		}
 		return c.JSON(http.StatusOK, api.ProgressResponse{Status: "success"})
 	}
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
+	// Through the dialect's StreamWriter, like every stream: each write
+	// has the server's write timeout. A client that stops reading is cut
+	// at that timeout and the operation stops with it, as when the client
+	// hangs up (run reads the request's context).
+	ctx, cancel := context.WithCancel(c.Request().Context())
+	defer cancel()
+	c.SetRequest(c.Request().WithContext(ctx))
+	w := dialect.NewStreamWriter(c, "application/x-ndjson")
+	enc := json.NewEncoder(w.Buffer())
+	var gone error
+	write := func(v any) {
+		if gone != nil {
+			return
+		}
+		enc.Encode(v)
+		if gone = w.Flush(); gone != nil {
+			cancel()
+		}
+	}
 	last := time.Time{}
 	err := run(func(p api.ProgressResponse) {
 		// Byte counts come often: at most ten lines a second of them.
@@ -296,12 +312,10 @@ func streamProgress(c echo.Context, stream *bool, run func(progress func(api.Pro
 			return
 		}
 		last = time.Now()
-		enc.Encode(p)
-		w.Flush()
+		write(p)
 	})
 	if err != nil {
-		enc.Encode(api.ErrorResponse{Error: dialect.From(err).Message})
-		w.Flush()
+		write(api.ErrorResponse{Error: dialect.From(err).Message})
 	}
 	return nil
 }
