@@ -1,11 +1,7 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -44,27 +40,19 @@ func (h *Handler) Register(e *echo.Echo) {
 	dialect.Route(g, http.MethodPost, "/count_tokens", h.countTokens)
 }
 
-// decode reads a JSON object into v (the body size is bounded by the
-// server's middleware). Bad JSON is a 400; a value of the wrong type or
-// out of its Go type's range (2^63, 1e400, "NaN") a 400 naming its field.
+// decode reads a JSON object into v (dialect.Decode). Bad JSON is a 400;
+// a value of the wrong type or out of its Go type's range (2^63, 1e400,
+// "NaN") a 400 naming its field.
 func decode(c echo.Context, v any) error {
-	body, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
-			return err
+	return dialect.Decode(c, v, func(f dialect.BodyFault) error {
+		switch {
+		case f.Read != nil:
+			return invalid("could not read the request body: %v", f.Read)
+		case f.Empty, f.NotObject:
+			return invalid("the request body must be a JSON object")
+		case f.TypeError && f.Field != "":
+			return invalid("%s: expected a value of type %s, got %s", f.Field, f.Want, f.Got)
 		}
-		return invalid("could not read the request body: %v", err)
-	}
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 || body[0] != '{' {
-		return invalid("the request body must be a JSON object")
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return invalid("%s: expected a value of type %s, got %s", te.Field, te.Type.String(), te.Value)
-		}
-		return invalid("the request body is not valid JSON: %v", err)
-	}
-	return nil
+		return invalid("the request body is not valid JSON: %v", f.JSON)
+	})
 }

@@ -3,7 +3,6 @@ package anura
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -160,17 +159,9 @@ func (h *Handler) chat(c echo.Context) error {
 
 // decodeChat reads and checks a chat request's body.
 func decodeChat(c echo.Context) (*chatRequest, error) {
-	body, err := readBody(c)
-	if err != nil {
-		return nil, err
-	}
 	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return nil, errorf(http.StatusBadRequest, "invalid value for %q: expected %s", te.Field, te.Type)
-		}
-		return nil, errorf(http.StatusBadRequest, "invalid JSON: %v", err)
+	if err := decode(c, &req); err != nil {
+		return nil, err
 	}
 	if req.Model == "" {
 		return nil, errorf(http.StatusBadRequest, "model is required")

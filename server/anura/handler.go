@@ -1,9 +1,8 @@
 package anura
 
 import (
-	"bytes"
+	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -86,18 +85,22 @@ func handle(f echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// readBody reads a request body: 400 when it is missing, 413 when it is
-// over the server's body limit.
-func readBody(c echo.Context) ([]byte, error) {
-	body, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
-			return nil, errorf(http.StatusRequestEntityTooLarge, "request body too large")
-		}
-		return nil, errorf(http.StatusBadRequest, "read body: %v", err)
+// decode reads a JSON object body into v (dialect.Decode, worded as
+// Ollama's routes word it); a body over the server's limit is a 413 in
+// Anura's shape.
+func decode(c echo.Context, v any) error {
+	err := dialect.Decode(c, v, dialect.OllamaWords)
+	if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
+		return errorf(http.StatusRequestEntityTooLarge, "request body too large")
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, errorf(http.StatusBadRequest, "missing request body")
+	return err
+}
+
+// readBody reads a job's payload: a JSON object, kept as sent.
+func readBody(c echo.Context) ([]byte, error) {
+	var body json.RawMessage
+	if err := decode(c, &body); err != nil {
+		return nil, err
 	}
 	return body, nil
 }

@@ -1,11 +1,7 @@
 package ollama
 
 import (
-	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -63,26 +59,10 @@ func errorf(code int, format string, args ...any) error {
 	return dialect.Errorf(code, format, args...)
 }
 
-// decode reads a JSON body into v, answering 400 with a readable message.
+// decode reads a JSON body into v (dialect.Decode), answering 400 with
+// a readable message.
 func decode(c echo.Context, v any) error {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 64<<20))
-	if err != nil {
-		if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
-			return err // the server's body limit (413)
-		}
-		return errorf(http.StatusBadRequest, "read body: %v", err)
-	}
-	if len(strings.TrimSpace(string(body))) == 0 {
-		return errorf(http.StatusBadRequest, "missing request body")
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return errorf(http.StatusBadRequest, "invalid value for %q: expected %s", te.Field, te.Type)
-		}
-		return errorf(http.StatusBadRequest, "invalid JSON: %v", err)
-	}
-	return nil
+	return dialect.Decode(c, v, dialect.OllamaWords)
 }
 
 // inferError maps the generation path's errors to Ollama's status codes.
