@@ -6,10 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
-	"github.com/tadpole-llm/tadpole/engine/grammar"
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/media"
 )
@@ -298,8 +297,6 @@ func mediaData(param string, decode func() ([]byte, error)) ([]byte, error) {
 	return data, nil
 }
 
-var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // checkTools validates tools and tool_choice and returns the tools as
 // template objects, the choice ("auto", "none" or "required") and the
 // function a named choice forces. A parameters schema the grammar cannot
@@ -334,11 +331,11 @@ func checkTools(tools []Tool, choice json.RawMessage) ([]json.RawMessage, string
 		if t.Function == nil {
 			return nil, "", "", invalid(p+".function", "Missing required parameter: '%s.function'.", p)
 		}
-		if !toolName.MatchString(t.Function.Name) {
-			return nil, "", "", invalid(p+".function.name", "Invalid '%s.function.name': %q. Expected a string of letters, digits, '_' and '-', at most 64 long.", p, t.Function.Name)
+		if err := dialect.CheckToolName(p+".function.name", t.Function.Name); err != nil {
+			return nil, "", "", err
 		}
-		if ps := bytes.TrimSpace(t.Function.Parameters); len(ps) > 0 && string(ps) != "null" && ps[0] != '{' {
-			return nil, "", "", invalid(p+".function.parameters", "Invalid type for '%s.function.parameters': expected an object (a JSON schema).", p)
+		if _, err := dialect.ToolParameters(p+".function.parameters", t.Function.Parameters); err != nil {
+			return nil, "", "", err
 		}
 		raw, err := json.Marshal(templateTool(t.Function))
 		if err != nil {
@@ -382,38 +379,20 @@ func checkTools(tools []Tool, choice json.RawMessage) ([]json.RawMessage, string
 	return out, "required", named.Function.Name, nil
 }
 
-// formatGrammar is the grammar of response_format: none for text, any
-// JSON object for json_object, the schema for json_schema. Output is
-// always held to the schema (as with strict: true).
+// formatGrammar is the grammar of response_format (dialect.FormatGrammar);
+// a json_schema without its schema is any JSON object.
 func formatGrammar(rf *ResponseFormat) (string, error) {
 	if rf == nil {
 		return "", nil
 	}
-	switch rf.Type {
-	case "text":
-		return "", nil
-	case "json_object":
-		return grammar.JSONObject(), nil
-	case "json_schema":
+	f := dialect.OutputFormat{Type: rf.Type}
+	if rf.Type == "json_schema" {
 		if rf.JSONSchema == nil {
 			return "", invalid("response_format.json_schema", "Missing required parameter: 'response_format.json_schema'.")
 		}
-		s := bytes.TrimSpace(rf.JSONSchema.Schema)
-		if len(s) == 0 || string(s) == "null" {
-			return grammar.JSONObject(), nil
-		}
-		if s[0] != '{' {
-			return "", invalid("response_format.json_schema.schema", "Invalid type for 'response_format.json_schema.schema': expected an object.")
-		}
-		g, err := grammar.FromSchema(s)
-		if err != nil {
-			return "", invalid("response_format.json_schema.schema", "Invalid schema for response_format '%s': %v", rf.JSONSchema.Name, err)
-		}
-		return g, nil
-	case "":
-		return "", invalid("response_format.type", "Missing required parameter: 'response_format.type'.")
+		f.Name, f.Schema = rf.JSONSchema.Name, rf.JSONSchema.Schema
 	}
-	return "", invalid("response_format.type", "Invalid value for 'response_format.type': %q. Supported values are: 'text', 'json_object' and 'json_schema'.", rf.Type)
+	return dialect.FormatGrammar("response_format", "response_format.json_schema.schema", f, true)
 }
 
 // noTruncate is infer.Request.Truncate for the OpenAI door.

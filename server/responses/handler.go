@@ -153,11 +153,11 @@ type jobRequest struct {
 func (h *Handler) stored(c echo.Context) (*jobs.StoredResponse, error) {
 	id := c.Param("id")
 	if h.Jobs == nil {
-		return nil, notFound(trim(id))
+		return nil, notFound(dialect.Trim(id))
 	}
 	r, err := h.Jobs.GetResponse(c.Request().Context(), id, owner(c))
 	if errors.Is(err, jobs.ErrResponseNotFound) {
-		return nil, notFound(trim(id))
+		return nil, notFound(dialect.Trim(id))
 	}
 	if err != nil {
 		return nil, internal(err)
@@ -205,7 +205,7 @@ func (h *Handler) delete(c echo.Context) error {
 	}
 	if err := h.Jobs.DeleteResponse(c.Request().Context(), r.ID, r.Owner); err != nil {
 		if errors.Is(err, jobs.ErrResponseNotFound) {
-			return notFound(trim(r.ID))
+			return notFound(dialect.Trim(r.ID))
 		}
 		return internal(err)
 	}
@@ -243,12 +243,12 @@ func (h *Handler) inputItems(c echo.Context) error {
 		}
 	case "asc":
 	default:
-		return invalid("order", "Invalid value for 'order': %q. Supported values are: 'asc' and 'desc'.", trim(order))
+		return invalid("order", "Invalid value for 'order': %q. Supported values are: 'asc' and 'desc'.", dialect.Trim(order))
 	}
 	limit := 20
 	if l := c.QueryParam("limit"); l != "" {
 		if _, err := fmt.Sscanf(l, "%d", &limit); err != nil || limit < 1 || limit > 100 {
-			return invalid("limit", "Invalid 'limit': %q. Expected an integer between 1 and 100.", trim(l))
+			return invalid("limit", "Invalid 'limit': %q. Expected an integer between 1 and 100.", dialect.Trim(l))
 		}
 	}
 	if after := c.QueryParam("after"); after != "" {

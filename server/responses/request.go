@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/tadpole-llm/tadpole/engine/grammar"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
@@ -34,8 +32,6 @@ const (
 	// with the test models' vocabulary), holding a CPU the while.
 	maxInputBytes = 256 << 10
 )
-
-var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // prepared is a validated request: its input items (normalized, with
 // ids), the conversation a previous response left (history), and the
@@ -80,7 +76,7 @@ func (h *Handler) parse(ctx context.Context, req *CreateRequest, owner string) (
 			return nil, invalid("metadata", "Invalid 'metadata': keys may be at most %d characters long.", maxMetadataKey)
 		}
 		if utf8.RuneCountInString(v) > maxMetadataValue {
-			return nil, invalid("metadata", "Invalid 'metadata': values may be at most %d characters long (key %q).", maxMetadataValue, trim(k))
+			return nil, invalid("metadata", "Invalid 'metadata': values may be at most %d characters long (key %q).", maxMetadataValue, dialect.Trim(k))
 		}
 	}
 	if len(req.PreviousResponseID) > maxIDLength {
@@ -92,7 +88,7 @@ func (h *Handler) parse(ctx context.Context, req *CreateRequest, owner string) (
 		return nil, err
 	}
 	if req.PreviousResponseID != "" {
-		notFound := invalid("previous_response_id", "Previous response with id '%s' not found.", trim(req.PreviousResponseID))
+		notFound := invalid("previous_response_id", "Previous response with id '%s' not found.", dialect.Trim(req.PreviousResponseID))
 		notFound.Code = "previous_response_not_found"
 		if h.Jobs == nil {
 			return nil, notFound
@@ -105,7 +101,7 @@ func (h *Handler) parse(ctx context.Context, req *CreateRequest, owner string) (
 			return nil, internal(err)
 		}
 		if p.history, err = h.conversation(ctx, chain); err != nil {
-			return nil, invalid("previous_response_id", "Previous response with id '%s' cannot be continued: %v", trim(req.PreviousResponseID), err)
+			return nil, invalid("previous_response_id", "Previous response with id '%s' cannot be continued: %v", dialect.Trim(req.PreviousResponseID), err)
 		}
 	}
 	if len(p.history)+len(p.input) > maxConversationItems {
@@ -115,14 +111,6 @@ func (h *Handler) parse(ctx context.Context, req *CreateRequest, owner string) (
 }
 
 func (r *CreateRequest) storeOn() bool { return r.Store == nil || *r.Store }
-
-// trim shortens a string quoted in an error message.
-func trim(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
 
 // normalize reads input: a string (one user message) or an array of
 // items, each given an id and its content as parts. image reads image
@@ -171,11 +159,11 @@ func normalize(raw json.RawMessage, model string, image func(string) ([]byte, er
 			if it.CallID == "" {
 				return nil, invalid(p+".call_id", "Missing required parameter: '%s.call_id'.", p)
 			}
-			if !toolName.MatchString(it.Name) {
-				return nil, invalid(p+".name", "Invalid '%s.name': %q. Expected a function name.", p, trim(it.Name))
+			if !dialect.OpenAIToolName.MatchString(it.Name) {
+				return nil, invalid(p+".name", "Invalid '%s.name': %q. Expected a function name.", p, dialect.Trim(it.Name))
 			}
-			if it.Namespace != "" && !toolName.MatchString(it.Namespace) {
-				return nil, invalid(p+".namespace", "Invalid '%s.namespace': %q. Expected a namespace name.", p, trim(it.Namespace))
+			if it.Namespace != "" && !dialect.OpenAIToolName.MatchString(it.Namespace) {
+				return nil, invalid(p+".namespace", "Invalid '%s.namespace': %q. Expected a namespace name.", p, dialect.Trim(it.Namespace))
 			}
 			args := "{}"
 			if it.Arguments != nil && strings.TrimSpace(*it.Arguments) != "" {
@@ -204,7 +192,7 @@ func normalize(raw json.RawMessage, model string, image func(string) ([]byte, er
 		case "":
 			return nil, invalid(p+".type", "Missing required parameter: '%s.type'.", p)
 		default:
-			return nil, notSupported(p+".type", "Invalid value for '%s.type': %q is not supported. Supported values are: 'message', 'function_call', 'function_call_output' and 'reasoning'.", p, trim(it.Type))
+			return nil, notSupported(p+".type", "Invalid value for '%s.type': %q is not supported. Supported values are: 'message', 'function_call', 'function_call_output' and 'reasoning'.", p, dialect.Trim(it.Type))
 		}
 		out = append(out, it)
 	}
@@ -233,7 +221,7 @@ var roles = map[string]string{"user": "user", "assistant": "assistant", "system"
 // normalizeMessage checks a message and makes its content parts.
 func normalizeMessage(it *Item, p, model string, image func(string) ([]byte, error)) error {
 	if _, ok := roles[it.Role]; !ok {
-		return invalid(p+".role", "Invalid value for '%s.role': %q. Supported values are: 'user', 'assistant', 'system' and 'developer'.", p, trim(it.Role))
+		return invalid(p+".role", "Invalid value for '%s.role': %q. Supported values are: 'user', 'assistant', 'system' and 'developer'.", p, dialect.Trim(it.Role))
 	}
 	typ := "input_text"
 	if it.Role == "assistant" {
@@ -333,7 +321,7 @@ func imageParts(raw json.RawMessage, param, textType string, image func(string) 
 		case "":
 			return nil, invalid(pp+".type", "Missing required parameter: '%s.type'.", pp)
 		default:
-			return nil, invalid(pp+".type", "Invalid value for '%s.type': %q. Supported values are: 'input_text', 'output_text', 'refusal', 'input_image' and 'input_file'.", pp, trim(part.Type))
+			return nil, invalid(pp+".type", "Invalid value for '%s.type': %q. Supported values are: 'input_text', 'output_text', 'refusal', 'input_image' and 'input_file'.", pp, dialect.Trim(part.Type))
 		}
 	}
 	js, err := json.Marshal(out)
@@ -406,15 +394,15 @@ func contentText(raw json.RawMessage, param, model string) (string, error) {
 		case "refusal":
 			texts = append(texts, part.Refusal)
 		case "input_image":
-			return "", notSupported(pp, "Image input is not supported: model '%s' does not support images.", trim(model))
+			return "", notSupported(pp, "Image input is not supported: model '%s' does not support images.", dialect.Trim(model))
 		case "input_file":
-			return "", notSupported(pp, "File input is not supported: model '%s' takes text only.", trim(model))
+			return "", notSupported(pp, "File input is not supported: model '%s' takes text only.", dialect.Trim(model))
 		case "input_audio":
-			return "", notSupported(pp, "Audio input is not supported: model '%s' takes text only.", trim(model))
+			return "", notSupported(pp, "Audio input is not supported: model '%s' takes text only.", dialect.Trim(model))
 		case "":
 			return "", invalid(pp+".type", "Missing required parameter: '%s.type'.", pp)
 		default:
-			return "", invalid(pp+".type", "Invalid value for '%s.type': %q. Supported values are: 'input_text', 'output_text', 'refusal', 'input_image' and 'input_file'.", pp, trim(part.Type))
+			return "", invalid(pp+".type", "Invalid value for '%s.type': %q. Supported values are: 'input_text', 'output_text', 'refusal', 'input_image' and 'input_file'.", pp, dialect.Trim(part.Type))
 		}
 	}
 	return strings.Join(texts, "\n"), nil
@@ -505,7 +493,7 @@ func messages(items []Item, offset int) ([]infer.Message, infer.MediaInput, erro
 		case "function_call_output":
 			name, ok := names[it.CallID]
 			if !ok {
-				return nil, mi, invalid(p+".call_id", "No tool call found for function call output with call_id %s.", trim(it.CallID))
+				return nil, mi, invalid(p+".call_id", "No tool call found for function call output with call_id %s.", dialect.Trim(it.CallID))
 			}
 			var text string
 			json.Unmarshal(it.Output, &text)
@@ -569,7 +557,7 @@ func (h *Handler) build(p *prepared) error {
 			think = &on
 			vars["reasoning_effort"] = e
 		default:
-			return invalid("reasoning.effort", "Invalid value for 'reasoning.effort': %q. Supported values are: 'none', 'minimal', 'low', 'medium', 'high' and 'xhigh'.", trim(e))
+			return invalid("reasoning.effort", "Invalid value for 'reasoning.effort': %q. Supported values are: 'none', 'minimal', 'low', 'medium', 'high' and 'xhigh'.", dialect.Trim(e))
 		}
 	}
 	base := api.DefaultOptions()
@@ -607,34 +595,12 @@ func (h *Handler) build(p *prepared) error {
 	return nil
 }
 
-// formatGrammar is the grammar of text.format: none for text, any JSON
-// object for json_object, the schema for json_schema (always held to it,
-// as with strict).
+// formatGrammar is the grammar of text.format (dialect.FormatGrammar); a
+// json_schema format must carry its schema.
 func formatGrammar(t *TextConfig) (string, error) {
 	if t == nil || t.Format == nil {
 		return "", nil
 	}
 	f := t.Format
-	switch f.Type {
-	case "text":
-		return "", nil
-	case "json_object":
-		return grammar.JSONObject(), nil
-	case "json_schema":
-		s := bytes.TrimSpace(f.Schema)
-		if len(s) == 0 || string(s) == "null" {
-			return "", invalid("text.format.schema", "Missing required parameter: 'text.format.schema'.")
-		}
-		if s[0] != '{' {
-			return "", invalid("text.format.schema", "Invalid type for 'text.format.schema': expected an object.")
-		}
-		g, err := grammar.FromSchema(s)
-		if err != nil {
-			return "", invalid("text.format.schema", "Invalid schema for text.format '%s': %v", trim(f.Name), err)
-		}
-		return g, nil
-	case "":
-		return "", invalid("text.format.type", "Missing required parameter: 'text.format.type'.")
-	}
-	return "", invalid("text.format.type", "Invalid value for 'text.format.type': %q. Supported values are: 'text', 'json_object' and 'json_schema'.", trim(f.Type))
+	return dialect.FormatGrammar("text.format", "text.format.schema", dialect.OutputFormat{Type: f.Type, Name: f.Name, Schema: f.Schema}, false)
 }

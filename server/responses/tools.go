@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 )
 
@@ -68,7 +69,7 @@ func checkTools(tools []Tool, choice json.RawMessage, model string) (*toolSet, e
 		}
 		name := qualify(namespace, t.Name)
 		if prev, dup := names[name]; dup {
-			return invalid(p+".name", "Invalid '%s.name': %q is already the name of '%s': tool names must be unique.", p, trim(name), prev)
+			return invalid(p+".name", "Invalid '%s.name': %q is already the name of '%s': tool names must be unique.", p, dialect.Trim(name), prev)
 		}
 		names[name] = p
 		if namespace != "" {
@@ -88,11 +89,11 @@ func checkTools(tools []Tool, choice json.RawMessage, model string) (*toolSet, e
 				return nil, err
 			}
 		case "namespace":
-			if !toolName.MatchString(t.Name) {
-				return nil, invalid(p+".name", "Invalid '%s.name': %q. Expected a string of letters, digits, '_' and '-', at most 64 long.", p, trim(t.Name))
+			if err := dialect.CheckToolName(p+".name", t.Name); err != nil {
+				return nil, err
 			}
 			if len(t.Tools) == 0 {
-				return nil, invalid(p+".tools", "Invalid '%s.tools': namespace %q has no tools: expected an array with at least one function tool.", p, trim(t.Name))
+				return nil, invalid(p+".tools", "Invalid '%s.tools': namespace %q has no tools: expected an array with at least one function tool.", p, dialect.Trim(t.Name))
 			}
 			if len(ts.tools)+len(t.Tools) > maxTools {
 				return nil, invalid(p+".tools", "Invalid '%s.tools': too many tools. Expected at most %d functions in all, namespace members included.", p, maxTools)
@@ -100,7 +101,7 @@ func checkTools(tools []Tool, choice json.RawMessage, model string) (*toolSet, e
 			for j, m := range t.Tools {
 				mp := fmt.Sprintf("%s.tools[%d]", p, j)
 				if m.Type != "function" {
-					return nil, notSupported(mp+".type", "Invalid value for '%s.type': %q is not supported in a namespace. Supported values are: 'function'.", mp, trim(m.Type))
+					return nil, notSupported(mp+".type", "Invalid value for '%s.type': %q is not supported in a namespace. Supported values are: 'function'.", mp, dialect.Trim(m.Type))
 				}
 				if len(m.Tools) > 0 {
 					return nil, invalid(mp+".tools", "Invalid '%s.tools': namespaces do not nest.", mp)
@@ -110,14 +111,14 @@ func checkTools(tools []Tool, choice json.RawMessage, model string) (*toolSet, e
 				}
 			}
 		case "custom":
-			return nil, notSupported(p+".type", "Invalid value for '%s.type': 'custom' tools (free-form input) are not supported: declare %q as a 'function' tool with a JSON schema.", p, trim(t.Name))
+			return nil, notSupported(p+".type", "Invalid value for '%s.type': 'custom' tools (free-form input) are not supported: declare %q as a 'function' tool with a JSON schema.", p, dialect.Trim(t.Name))
 		case "":
 			return nil, invalid(p+".type", "Missing required parameter: '%s.type'.", p)
 		default:
 			// A hosted tool: OpenAI runs it, Tadpole does not. Left out,
 			// so that clients that always declare them (Codex's
 			// web_search) work, with a warning for the operator.
-			slog.Warn("responses: hosted tool left out: this server runs none", "tool", p, "type", trim(t.Type), "model", model)
+			slog.Warn("responses: hosted tool left out: this server runs none", "tool", p, "type", dialect.Trim(t.Type), "model", model)
 			ts.skipped = append(ts.skipped, t.Type)
 		}
 	}
@@ -132,19 +133,19 @@ func checkTools(tools []Tool, choice json.RawMessage, model string) (*toolSet, e
 // functionTool checks a function tool and writes it as the chat
 // templates take it (OpenAI's chat shape), under its qualified name.
 func functionTool(p string, t Tool, namespace string) (json.RawMessage, error) {
-	if !toolName.MatchString(t.Name) {
-		return nil, invalid(p+".name", "Invalid '%s.name': %q. Expected a string of letters, digits, '_' and '-', at most 64 long.", p, trim(t.Name))
+	if err := dialect.CheckToolName(p+".name", t.Name); err != nil {
+		return nil, err
 	}
-	ps := bytes.TrimSpace(t.Parameters)
-	if len(ps) > 0 && string(ps) != "null" && ps[0] != '{' {
-		return nil, invalid(p+".parameters", "Invalid type for '%s.parameters': expected an object (a JSON schema).", p)
+	ps, err := dialect.ToolParameters(p+".parameters", t.Parameters)
+	if err != nil {
+		return nil, err
 	}
 	fn := map[string]any{"name": qualify(namespace, t.Name)}
 	if t.Description != "" {
 		fn["description"] = t.Description
 	}
-	if len(ps) > 0 && string(ps) != "null" {
-		fn["parameters"] = json.RawMessage(ps)
+	if ps != nil {
+		fn["parameters"] = ps
 	}
 	raw, err := json.Marshal(map[string]any{"type": "function", "function": fn})
 	if err != nil {
@@ -174,7 +175,7 @@ func toolChoice(choice json.RawMessage, n int, names map[string]string) (string,
 				return "", "", invalid("tool_choice", "Invalid value for 'tool_choice': 'required' is only allowed when 'tools' are specified.")
 			}
 		default:
-			return "", "", invalid("tool_choice", "Invalid value for 'tool_choice': %q. Supported values are: 'none', 'auto' and 'required'.", trim(mode))
+			return "", "", invalid("tool_choice", "Invalid value for 'tool_choice': %q. Supported values are: 'none', 'auto' and 'required'.", dialect.Trim(mode))
 		}
 		return mode, "", nil
 	}
@@ -188,7 +189,7 @@ func toolChoice(choice json.RawMessage, n int, names map[string]string) (string,
 	}
 	name := qualify(named.Namespace, named.Name)
 	if _, ok := names[name]; !ok {
-		return "", "", invalid("tool_choice", "Invalid 'tool_choice': no function tool named %q in 'tools'.", trim(name))
+		return "", "", invalid("tool_choice", "Invalid 'tool_choice': no function tool named %q in 'tools'.", dialect.Trim(name))
 	}
 	return "required", name, nil
 }
