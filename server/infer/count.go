@@ -27,7 +27,7 @@ func (s *Service) CountTokens(ctx context.Context, req *Request) (int, error) {
 	if len(req.Media) > 0 {
 		return mediaPromptSize(in, req)
 	}
-	toks, _, err := render(in.Model, req)
+	toks, _, err := render(in.si.Model, req)
 	if err != nil {
 		return 0, err
 	}
@@ -42,7 +42,7 @@ func (in *Instance) Text(tokens []engine.Token) string {
 	if in.text != nil {
 		return in.text(tokens)
 	}
-	return in.Model.Detokenize(tokens, false)
+	return in.si.Model.Detokenize(tokens, false)
 }
 
 // ApplyTemplate is the text of req's prompt, rendered as Start would
@@ -63,12 +63,12 @@ func (s *Service) ApplyTemplate(ctx context.Context, req *Request) (string, erro
 		// marker is mtmd's with LLAMA_MEDIA_MARKER=<__media__>).
 		var l *literals
 		if !req.Raw {
-			l = newLiterals(in.Model)
+			l = newLiterals(in.si.Model)
 		}
 		marked, _ := withMarkers(req, l)
-		text, _, _, err := renderLiterals(in.Model, marked, l)
+		text, _, _, err := renderLiterals(in.si.Model, marked, l)
 		return text, err
 	}
-	text, _, _, err := renderClient(in.Model, req)
+	text, _, _, err := renderClient(in.si.Model, req)
 	return text, err
 }

@@ -18,7 +18,7 @@ import (
 func (in *Instance) Embed(ctx context.Context, texts []string, truncate bool) ([][]float32, int, error) {
 	prompts := make([][]engine.Token, len(texts))
 	for i, text := range texts {
-		toks, err := in.Model.Tokenize(text, true, false)
+		toks, err := in.si.Model.Tokenize(text, true, false)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -27,7 +27,7 @@ func (in *Instance) Embed(ctx context.Context, texts []string, truncate bool) ([
 	var out [][]float32
 	var n int
 	err := in.queued(func() (err error) {
-		out, n, err = in.Runner.Embed(ctx, prompts, in.Window, truncate)
+		out, n, err = in.si.Runner.Embed(ctx, prompts, in.Window, truncate)
 		return err
 	})
 	if err != nil {

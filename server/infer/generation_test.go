@@ -74,12 +74,12 @@ func TestGenerationClose(t *testing.T) {
 	if requests(s) != 0 {
 		t.Fatalf("%d requests hold the instance after Close", requests(s))
 	}
-	if busy, _ := g.Instance().Runner.Slots(); busy != 0 {
+	if busy, _ := g.Instance().si.Runner.Slots(); busy != 0 {
 		// The slot is freed at the next decode step: give it a moment.
 		deadline := time.Now().Add(5 * time.Second)
 		for busy != 0 && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
-			busy, _ = g.Instance().Runner.Slots()
+			busy, _ = g.Instance().si.Runner.Slots()
 		}
 		if busy != 0 {
 			t.Fatalf("%d slots busy after Close", busy)

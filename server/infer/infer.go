@@ -165,7 +165,10 @@ func (s *Service) Limits() MediaLimits { return s.MediaLimits }
 
 // Instance is an acquired model instance; Release must be called once.
 type Instance struct {
-	*sched.Instance
+	// si is the scheduler's instance: its model, runner and projector
+	// stay inside infer (dialects reach the engine only through infer's
+	// methods; TestDialectsAreThin).
+	si           *sched.Instance
 	Name         string // canonical model name, e.g. "stories:latest"
 	Entry        models.Entry
 	LoadDuration time.Duration
@@ -286,7 +289,7 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 	// A num_ctx past the model's largest window was capped by the
 	// scheduler: the window is the instance's context.
 	window = min(window, si.NumCtx)
-	return &Instance{Instance: si, Name: name, Entry: entry, LoadDuration: loadDur, Window: window, projectorErr: s.Sched.ProjectorError(si),
+	return &Instance{si: si, Name: name, Entry: entry, LoadDuration: loadDur, Window: window, projectorErr: s.Sched.ProjectorError(si),
 		release: func() { s.Sched.Release(si, ka); leaveKey() }, telemetry: s.Telemetry, admit: s.admit}, nil
 }
 
@@ -358,14 +361,14 @@ func (s *Service) checkMedia(ctx context.Context, in *Instance, req *Request) (r
 // is read again) and the media limits with its audio rate.
 func (s *Service) mediaEncoders(in *Instance, req *Request) (encoders, MediaLimits, error) {
 	lim := s.MediaLimits
-	if in.Projector != nil && in.Projector.AudioRate() > 0 {
-		lim.AudioRate = in.Projector.AudioRate()
+	if in.si.Projector != nil && in.si.Projector.AudioRate() > 0 {
+		lim.AudioRate = in.si.Projector.AudioRate()
 	}
 	if len(req.Media) > 0 && in.projectorErr != nil {
 		return encoders{}, lim, Errorf(LoadFailed, "model %q: its projector cannot be loaded, so it serves text only: %v", req.Model, in.projectorErr)
 	}
 	enc := encoders{model: in.Name}
-	if p := in.Projector; p != nil {
+	if p := in.si.Projector; p != nil {
 		enc.projector, enc.vision, enc.audio = true, p.Vision(), p.Audio()
 	}
 	return enc, lim, nil
@@ -391,7 +394,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 	if len(req.Media) > 0 {
 		tokens, embeds, out, err = req.shared.prompt(ctx, in, req) // mediaprompt.go, once for a request's choices
 	} else {
-		tokens, out, err = render(in.Model, req)
+		tokens, out, err = render(in.si.Model, req)
 	}
 	if err != nil {
 		return nil, err
@@ -421,7 +424,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 	// has the last event sees its tokens counted.
 	flight.Mark(ctx, flight.Prefill, "")
 	done := once(s.observer(ctx, in.Name, len(tokens)))
-	gen, err := in.Runner.Generate(ctx, runner.Request{
+	gen, err := in.si.Runner.Generate(ctx, runner.Request{
 		Prompt:      tokens,
 		Embeds:      embeds,
 		NumCtx:      in.Window,
@@ -430,7 +433,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 		DraftMax:    draftMax(o.DraftNumPredict),
 		NumKeep:     o.NumKeep,
 		Stop:        o.Stop,
-		Print:       printTokens(in.Model, out),
+		Print:       printTokens(in.si.Model, out),
 		NoTruncate:  req.Truncate != nil && !*req.Truncate,
 		NoShift:     req.Shift != nil && !*req.Shift,
 		Logprobs:    req.Logprobs || req.TopLogprobs > 0,

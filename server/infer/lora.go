@@ -34,7 +34,7 @@ type LoRA struct {
 // model of that base.
 func (s *Service) adapterSet(ctx context.Context, in *Instance, req *Request) (runner.AdapterSet, error) {
 	if len(in.Entry.Adapters) == 0 && req.LoRA == nil {
-		return in.Runner.DefaultAdapterSet(), nil
+		return in.si.Runner.DefaultAdapterSet(), nil
 	}
 	var order []*engine.Adapter
 	scale := map[*engine.Adapter]float32{}
@@ -45,7 +45,7 @@ func (s *Service) adapterSet(ctx context.Context, in *Instance, req *Request) (r
 		scale[a] = sc
 	}
 	load := func(path string) (*engine.Adapter, error) {
-		a, err := in.Runner.LoadAdapter(ctx, path)
+		a, err := in.si.Runner.LoadAdapter(ctx, path)
 		if errors.Is(err, engine.ErrAdapter) {
 			return nil, Errorf(BadRequest, "model %q: %v", req.Model, err)
 		}
@@ -69,9 +69,9 @@ func (s *Service) adapterSet(ctx context.Context, in *Instance, req *Request) (r
 		case l.ID != nil && l.Name != "":
 			return runner.AdapterSet{}, paramErrorf("lora", "lora[%d] names both an id and a name; give one", i)
 		case l.ID != nil:
-			a, ok := in.Runner.AdapterByID(*l.ID)
+			a, ok := in.si.Runner.AdapterByID(*l.ID)
 			if !ok {
-				return runner.AdapterSet{}, paramErrorf("lora", "lora[%d]: model %q has no LoRA adapter with id %d (%d loaded: GET /lora-adapters)", i, req.Model, *l.ID, len(in.Runner.Adapters()))
+				return runner.AdapterSet{}, paramErrorf("lora", "lora[%d]: model %q has no LoRA adapter with id %d (%d loaded: GET /lora-adapters)", i, req.Model, *l.ID, len(in.si.Runner.Adapters()))
 			}
 			add(a.Adapter, l.Scale)
 		case l.Name != "":
@@ -177,7 +177,7 @@ func (s *Service) LoRAAdapters(ctx context.Context, model string) ([]LoRAAdapter
 		return nil, err
 	}
 	defer in.Release()
-	return in.Runner.Adapters(), nil
+	return in.si.Runner.Adapters(), nil
 }
 
 // SetLoRAScales sets the scales requests to model that name no adapters
@@ -188,10 +188,10 @@ func (s *Service) SetLoRAScales(ctx context.Context, model string, scales map[in
 		return nil, err
 	}
 	defer in.Release()
-	if err := in.Runner.SetScales(scales); err != nil {
+	if err := in.si.Runner.SetScales(scales); err != nil {
 		return nil, paramErrorf("lora", "%v", err)
 	}
-	return in.Runner.Adapters(), nil
+	return in.si.Runner.Adapters(), nil
 }
 
 // LoadLoRA loads the adapters of the store's model name (made with
@@ -207,5 +207,5 @@ func (s *Service) LoadLoRA(ctx context.Context, model, name string) ([]LoRAAdapt
 	if _, err := s.adapterSet(ctx, in, req); err != nil {
 		return nil, err
 	}
-	return in.Runner.Adapters(), nil
+	return in.si.Runner.Adapters(), nil
 }

@@ -34,7 +34,7 @@ func mediaPrompt(ctx context.Context, in *Instance, req *Request) ([]engine.Toke
 		return nil, nil, out, err
 	}
 	defer mtmd.CloseChunks(chunks)
-	proj := in.Projector
+	proj := in.si.Projector
 	var embeds []runner.Embeds
 	for ci, c := range chunks {
 		if c.Media == nil {
@@ -43,7 +43,7 @@ func mediaPrompt(ctx context.Context, in *Instance, req *Request) ([]engine.Toke
 		}
 		var data []float32
 		var encErr error
-		if err := in.Runner.Encode(ctx, func(threads int) { data, encErr = proj.Encode(c.Media, threads) }); err != nil {
+		if err := in.si.Runner.Encode(ctx, func(threads int) { data, encErr = proj.Encode(c.Media, threads) }); err != nil {
 			return nil, nil, out, Errorf(BadRequest, "encode media: %v", err)
 		}
 		if encErr != nil {
@@ -81,7 +81,7 @@ func mediaPromptSize(in *Instance, req *Request) (int, error) {
 // prompt, which the caller closes (mtmd.CloseChunks).
 func tokenizeMedia(in *Instance, req *Request) ([]engine.Token, []mtmd.Chunk, chatparse.Options, error) {
 	var out chatparse.Options
-	proj := in.Projector
+	proj := in.si.Projector
 	if proj == nil { // Start's checkMedia refuses media without one
 		return nil, nil, out, Errorf(BadRequest, "model %q does not support images: it has no projector", req.Model)
 	}
@@ -95,10 +95,10 @@ func tokenizeMedia(in *Instance, req *Request) ([]engine.Token, []mtmd.Chunk, ch
 	}
 	var l *literals
 	if !req.Raw {
-		l = newLiterals(in.Model)
+		l = newLiterals(in.si.Model)
 	}
 	marked, order := withMarkers(req, l)
-	text, literal, out, err := renderLiterals(in.Model, marked, l)
+	text, literal, out, err := renderLiterals(in.si.Model, marked, l)
 	if err != nil {
 		return nil, nil, out, err
 	}

@@ -131,7 +131,7 @@ func IsReranker(f *gguf.File) bool { return engine.RerankError(f) == nil }
 func (in *Instance) Rerank(ctx context.Context, query string, docs []string) ([]float32, int, error) {
 	pairs := make([][]engine.Token, len(docs))
 	for i, d := range docs {
-		toks, err := in.Model.RerankTokens(query, d)
+		toks, err := in.si.Model.RerankTokens(query, d)
 		if err != nil {
 			return nil, 0, Errorf(BadRequest, "document %d: %v", i, err)
 		}
@@ -140,7 +140,7 @@ func (in *Instance) Rerank(ctx context.Context, query string, docs []string) ([]
 	var scores []float32
 	var n int
 	err := in.queued(func() (err error) {
-		scores, n, err = in.Runner.Rerank(ctx, pairs, in.Window)
+		scores, n, err = in.si.Runner.Rerank(ctx, pairs, in.Window)
 		return err
 	})
 	if err != nil {

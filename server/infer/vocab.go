@@ -18,4 +18,4 @@ type Vocab interface {
 var _ Vocab = (*engine.Model)(nil)
 
 // Vocab is the vocabulary of the instance's model.
-func (in *Instance) Vocab() Vocab { return in.Model }
+func (in *Instance) Vocab() Vocab { return in.si.Model }
