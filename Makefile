@@ -45,7 +45,7 @@ LIBDIR ?= lib/tadpole
 
 
 .PHONY: test-one test-agents test-compat
-.PHONY: all build run test bench bench-images bench-ci fmt vet deps llama llama-server flags clean cuda gpu-check-tools fuzz fuzz-ci soak
+.PHONY: all build run test bench bench-images bench-ci fmt vet deps llama llama-server flags clean cuda gpu-check-tools fuzz fuzz-ci soak attack
 
 all: build
 
@@ -148,6 +148,14 @@ SOAK_DURATION ?= 10m
 SOAK_CLIENTS  ?= 64
 soak: build
 	$(GO) run -ldflags "$(LDFLAGS)" ./scripts/soak -bin $(BIN) -duration $(SOAK_DURATION) -clients $(SOAK_CLIENTS)
+
+# Issue 40's attacks replayed against bin/tadpole on loopback, one row
+# each (status, time, the server's peak RSS, another client's longest
+# stall), ending with a PASS/FAIL verdict (scripts/attack; about 2 min).
+# ATTACK_FLAGS=-quick: smaller sizes; -only TEXT: the rows naming TEXT.
+ATTACK_FLAGS ?=
+attack: build
+	$(GO) run -ldflags "$(LDFLAGS)" ./scripts/attack -bin $(BIN) $(ATTACK_FLAGS)
 
 fmt:
 	gofmt -s -w $$(git ls-files '*.go')
