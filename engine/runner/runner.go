@@ -131,6 +131,9 @@ type Request struct {
 	// Adapters is the request's LoRA adapter set (adapters.go): the zero
 	// value is the base model.
 	Adapters AdapterSet
+	// Lazy, when set, holds the output to a grammar from a trigger token
+	// on (lazy.go).
+	Lazy *Lazy
 	// OnAdmit, if set, is called once, by the loop, when the request
 	// stops waiting: it got a slot, or it ended before getting one
 	// (cancelled, runner closed). Admission control counts waiting
@@ -242,6 +245,7 @@ type Runner struct {
 type request struct {
 	Request
 	sampler *engine.Sampler // built by Generate, owned by the slot once started
+	lazy    *lazyState      // Request.Lazy's sampler and state (lazy.go), likewise
 	prompt  []engine.Token  // Prompt after truncation
 	spans   []Embeds        // Embeds after truncation
 	ctx     context.Context
@@ -374,14 +378,19 @@ func (r *Runner) Generate(ctx context.Context, req Request) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	sr := &request{Request: req, sampler: smp, prompt: prompt, spans: spans, ctx: ctx, stream: newStream(req.Notify, req.OnDone), queued: time.Now()}
+	lazy, err := r.newLazy(req)
+	if err != nil {
+		smp.Close()
+		return nil, err
+	}
+	sr := &request{Request: req, sampler: smp, lazy: lazy, prompt: prompt, spans: spans, ctx: ctx, stream: newStream(req.Notify, req.OnDone), queued: time.Now()}
 	if len(spans) == 0 {
 		sr.prefetched = r.cfg.PromptCache.prefetch(r.cacheKeyFor(req.Adapters.key), prompt, MinCachedPrompt, r.ckpt)
 	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		smp.Close()
+		sr.closeSamplers()
 		return nil, ErrClosed
 	}
 	// Insert after every waiting request that is not later in order.
@@ -483,7 +492,7 @@ func (r *Runner) shutdown() {
 	r.mu.Unlock()
 	for _, q := range waiting {
 		q.admitted()
-		q.sampler.Close()
+		q.closeSamplers()
 		q.stream.send(Event{Done: true, Err: ErrClosed})
 	}
 	for _, s := range r.slots {
@@ -511,7 +520,7 @@ func (r *Runner) admit() {
 	r.mu.Unlock()
 	for _, q := range gone {
 		q.admitted()
-		q.sampler.Close()
+		q.closeSamplers()
 		q.stream.send(Event{Done: true, DoneReason: "cancel", Err: q.ctx.Err()})
 	}
 	for {

@@ -574,3 +574,38 @@ func TestPickKeepsSlotsTogether(t *testing.T) {
 		}
 	}
 }
+
+// A lazy grammar's tokens are checked against the vocabulary, its
+// grammar must parse, and a request that never triggers it ends with
+// both samplers freed (the runner closes cleanly).
+func TestLazyWorstValues(t *testing.T) {
+	m := loadModel(t, "stories260K.gguf")
+	r := newRunner(t, m, Config{Parallel: 1, NumCtx: 128})
+	prompt := tokenize(t, m, "Once upon a time")
+	n := engine.Token(m.VocabSize())
+	big, neg := n, engine.Token(-1)
+	for _, l := range []*Lazy{
+		{Grammar: `root ::= "a"`, Trigger: n},
+		{Grammar: `root ::= "a"`, Trigger: -1},
+		{Grammar: `root ::= "a"`, Trigger: 5, After: &big},
+		{Grammar: `root ::= "a"`, Trigger: 5, After: &neg},
+		{Grammar: ``, Trigger: 5},
+		{Grammar: `root ::= (`, Trigger: 5},
+	} {
+		if _, err := r.Generate(context.Background(), Request{Prompt: prompt, NumPredict: 4, Lazy: l}); err == nil {
+			t.Errorf("lazy %+v accepted", l)
+		}
+	}
+	// A trigger the model does not write: the output is free.
+	events, err := generate(r, context.Background(), Request{Prompt: prompt, NumPredict: 8, Lazy: &Lazy{Grammar: "root ::= <[" + fmt.Sprint(n-1) + "]> \"x\"", Trigger: n - 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, err := generate(r, context.Background(), Request{Prompt: prompt, NumPredict: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := collect(t, events), collect(t, free); a.text != b.text || a.text == "" {
+		t.Fatalf("untriggered lazy grammar changed the output: %q vs %q", a.text, b.text)
+	}
+}

@@ -28,6 +28,7 @@ type slot struct {
 	// prompt must not be fed again then.
 	prompted   bool
 	sampler    *engine.Sampler
+	lazy       *lazyState // a lazy grammar not yet woken (lazy.go)
 	pending    engine.Token // sampled, not yet decoded
 	hasPending bool
 	outIdx     int // batch index of this slot's logits in the current step
@@ -81,7 +82,7 @@ func (r *Runner) start(s *slot, q *request) {
 		slog.Debug("prompt cache hit", "slot", s.id, "reused_tokens", common, "prompt_tokens", len(prompt))
 	}
 	s.prompt = prompt
-	s.sampler = q.sampler
+	s.sampler, s.lazy = q.sampler, q.lazy
 	s.hasPending = false
 	s.prompted = false
 	s.generated = s.generated[:0]
@@ -219,6 +220,11 @@ func (r *Runner) sample(s *slot) {
 	if q.Logprobs {
 		s.logprobs = append(s.logprobs, r.logprob(s.outIdx, t, q.TopLogprobs))
 	}
+	if s.lazy != nil && s.lazy.see(t) {
+		// The trigger: the grammar's sampler takes over from it.
+		s.sampler.Close()
+		s.sampler, s.lazy = s.lazy.sampler, nil
+	}
 	t1 := time.Now()
 	record(PhaseSample, t1.Sub(t0))
 	if r.model.IsEOG(t) {
@@ -293,6 +299,8 @@ func (r *Runner) finish(s *slot, reason string, err error) {
 	q.stream.send(Event{Done: true, DoneReason: reason, Err: err, Stats: s.stats, Tokens: tokens})
 	s.sampler.Close()
 	s.sampler = nil
+	s.lazy.close()
+	s.lazy = nil
 	s.hasPending = false
 	s.spans = keepBounds(s.spans)
 	r.mu.Lock()

@@ -150,6 +150,17 @@ const (
 	dsmlCallsEnd   = "</" + dsml + "function_calls>"
 )
 
+// ThinkingEnd is the close tag of the first thinking pair a template
+// mentions ("" for none).
+func ThinkingEnd(template string) string {
+	for _, t := range thinkingTags {
+		if strings.Contains(template, t[1]) {
+			return t[1]
+		}
+	}
+	return ""
+}
+
 // thinkingTags are the open/close pairs of thinking blocks.
 var thinkingTags = [][2]string{
 	{"<think>", "</think>"},

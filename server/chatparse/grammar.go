@@ -16,19 +16,11 @@ type Tool struct {
 	Parameters json.RawMessage // a JSON schema; empty: any object
 }
 
-// Grammar is a GBNF grammar (root rule "root") whose every output is one
-// call, in o.Format's syntax (a bare call object for the formats that
-// name the function outside JSON: functionary, function tags, DeepSeek;
-// the parser takes those too), of one of tools (only that one when only is
-// set) with arguments valid against its parameters schema (harmony: one
-// function's message to=functions.NAME, or a bare call object in a
-// commentary message when several may be called): for OpenAI's
-// tool_choice "required" or a named function. With o.Thinking the model
-// may think first, in a block of any of the thinking tag pairs; with
-// o.StartInThinking it must first end the block the prompt opened.
-// Parameters the grammar converter cannot hold the output to (see
-// engine/grammar) are an error naming the function.
-func Grammar(o Options, tools []Tool, only string) (string, error) {
+// callSchema is the JSON schema of one call of one of tools (only that
+// one when only is set), in o.Format's keys, with the functions' names;
+// a function the grammar converter cannot hold to its parameters is an
+// error naming it.
+func callSchema(o Options, tools []Tool, only string) ([]byte, []string, error) {
 	nameKey, argsKey := "name", "arguments"
 	switch o.Format {
 	case Llama3:
@@ -49,7 +41,7 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 		}
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(params, &obj); err != nil {
-			return "", fmt.Errorf("function %q: parameters must be a JSON schema object", t.Name)
+			return nil, nil, fmt.Errorf("function %q: parameters must be a JSON schema object", t.Name)
 		}
 		// Definitions move to the top, where "#/$defs/…" references
 		// point once the parameters sit inside the call's schema.
@@ -60,21 +52,21 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 			}
 			var m map[string]json.RawMessage
 			if err := json.Unmarshal(raw, &m); err != nil {
-				return "", fmt.Errorf("function %q: %s must be an object", t.Name, key)
+				return nil, nil, fmt.Errorf("function %q: %s must be an object", t.Name, key)
 			}
 			if defs[key] == nil {
 				defs[key] = map[string]json.RawMessage{}
 			}
 			for k, v := range m {
 				if old, ok := defs[key][k]; ok && !bytes.Equal(old, v) {
-					return "", fmt.Errorf("function %q: definition %q differs from another function's", t.Name, k)
+					return nil, nil, fmt.Errorf("function %q: definition %q differs from another function's", t.Name, k)
 				}
 				defs[key][k] = v
 			}
 			delete(obj, key)
 		}
 		if bytes.Contains(params, []byte(`"#"`)) {
-			return "", fmt.Errorf("function %q: parameters that refer to their own root (\"$ref\": \"#\") cannot be forced", t.Name)
+			return nil, nil, fmt.Errorf("function %q: parameters that refer to their own root (\"$ref\": \"#\") cannot be forced", t.Name)
 		}
 		p, _ := json.Marshal(obj)
 		name, _ := json.Marshal(t.Name)
@@ -85,7 +77,7 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 		names = append(names, t.Name)
 	}
 	if len(branches) == 0 {
-		return "", fmt.Errorf("no function named %q among the tools", only)
+		return nil, nil, fmt.Errorf("no function named %q among the tools", only)
 	}
 	// Each function on its own first, so that an error names it.
 	for i, b := range branches {
@@ -95,7 +87,7 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 		}
 		s, _ := json.Marshal(one)
 		if _, err := grammar.FromSchema(s); err != nil {
-			return "", fmt.Errorf("function %q: %v", names[i], err)
+			return nil, nil, fmt.Errorf("function %q: %v", names[i], err)
 		}
 	}
 	schema := map[string]any{"anyOf": branches}
@@ -110,28 +102,41 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 		schema[k] = v
 	}
 	s, err := json.Marshal(schema)
+	return s, names, err
+}
+
+// Grammar is a GBNF grammar (root rule "root") whose every output is one
+// call, in o.Format's syntax (a bare call object for the formats that
+// name the function outside JSON: functionary, function tags, DeepSeek;
+// the parser takes those too), of one of tools (only that one when only is
+// set) with arguments valid against its parameters schema (harmony: one
+// function's message to=functions.NAME, or a bare call object in a
+// commentary message when several may be called): for OpenAI's
+// tool_choice "required" or a named function. With o.Thinking the model
+// may think first, in a block of any of the thinking tag pairs; with
+// o.StartInThinking it must first end the block the prompt opened.
+// Parameters the grammar converter cannot hold the output to (see
+// engine/grammar) are an error naming the function.
+func Grammar(o Options, tools []Tool, only string) (string, error) {
+	s, names, err := callSchema(o, tools, only)
 	if err != nil {
 		return "", err
 	}
 	prefix, suffix := "", ""
 	switch o.Format {
 	case Harmony:
-		if len(branches) == 1 {
+		if len(names) == 1 {
 			return grammar.FromSchemaBetween(s, harmonyChannel+"commentary to=functions."+names[0]+" "+harmonyConstrain+"json"+harmonyMessage, "")
 		}
 		// Several: a bare call object in a commentary message, which
 		// the parser takes as a call.
 		return grammar.FromSchemaBetween(s, harmonyChannel+"commentary"+harmonyMessage, "")
-	case Hermes:
-		prefix, suffix = "<tool_call>\n", "\n</tool_call>"
-	case Mistral:
-		prefix, suffix = "[TOOL_CALLS][", "]"
-	case CommandR:
-		prefix, suffix = "<|START_ACTION|>[", "]<|END_ACTION|>"
-	case Granite:
-		prefix, suffix = "<|tool_call|>[", "]"
 	case CommandRPlus:
 		prefix, suffix = "Action: ```json\n[", "]\n```"
+	default:
+		if c, ok := callMarkup[o.Format]; ok {
+			prefix, suffix = c.trigger+c.open, c.close
+		}
 	}
 	g, err := grammar.FromSchemaBetween(s, prefix, suffix)
 	if err != nil {
@@ -174,4 +179,72 @@ func gbnfClass(c string) string {
 		return `\` + c
 	}
 	return c
+}
+
+// callMarkup is what surrounds a call object in the formats whose call
+// starts with a special token (trigger): the text after that token and
+// the close.
+var callMarkup = map[Format]struct{ trigger, open, close string }{
+	Hermes:   {"<tool_call>", "\n", "\n</tool_call>"},
+	Mistral:  {"[TOOL_CALLS]", "[", "]"},
+	CommandR: {"<|START_ACTION|>", "[", "]<|END_ACTION|>"},
+	Granite:  {"<|tool_call|>", "[", "]"},
+}
+
+// CallTrigger is the special token that starts a call in format f, where
+// a lazy grammar (LazyGrammar) can hold the call to its schema: "" where
+// the format has none, or its calls are not always JSON objects after
+// it: Qwen3-Coder's <tool_call><function=…> parameters (xmlCalls), and
+// Mistral, whose newer models write [TOOL_CALLS]name[ARGS]{…} where the
+// older wrote [TOOL_CALLS][{…}].
+func CallTrigger(f Format, xmlCalls bool) string {
+	if (f == Hermes && xmlCalls) || f == Mistral {
+		return ""
+	}
+	return callMarkup[f].trigger
+}
+
+// XMLCalls reports whether a template teaches Hermes calls as XML-style
+// parameters (<function=name><parameter=key>…, Qwen3-Coder, Qwen 3.5)
+// rather than a JSON object.
+func XMLCalls(template string) bool {
+	return strings.Contains(template, "<function=") || strings.Contains(template, "<parameter=")
+}
+
+// LazyGrammar is the grammar of a lazy grammar for tool_choice "auto"
+// (llama.cpp's lazy grammar triggers, as llama-server builds them): it
+// starts at the format's call token (CallTrigger), written as
+// triggerRule (the token's id, "<[ID]>", so that the grammar takes the
+// very token that woke it), then holds the call object to one of tools'
+// schemas and the format's close; Hermes may write further calls. What
+// the model writes before the token (thinking, content) is free, and
+// once the calls end only the end of the output may follow.
+func LazyGrammar(o Options, tools []Tool, triggerRule string) (string, error) {
+	c, ok := callMarkup[o.Format]
+	if !ok {
+		return "", fmt.Errorf("format %s has no call token", o.Format)
+	}
+	s, _, err := callSchema(o, tools, "")
+	if err != nil {
+		return "", err
+	}
+	g, err := grammar.FromSchemaBetween(s, "", "")
+	if err != nil {
+		return "", err
+	}
+	body, rules, _ := strings.Cut(g, "\n")
+	// The markup around the object as the model may space it: models of
+	// one format differ ("<tool_call>\n{…}\n</tool_call>" from Qwen,
+	// "<tool_call>{…}</tool_call>" from others), and a grammar stricter
+	// than the model drives it into whatever the grammar still allows.
+	parts := []string{triggerRule, `[ \n]{0,2}`}
+	if open := strings.TrimSpace(c.open); open != "" {
+		parts = append(parts, strconv.Quote(open), `[ \n]{0,2}`)
+	}
+	parts = append(parts, strings.TrimPrefix(body, "root ::= "), `[ \n]{0,2}`, strconv.Quote(strings.TrimSpace(c.close)))
+	root := "tadpole-call"
+	if o.Format == Hermes {
+		root = `tadpole-call ([ \n]{0,2} tadpole-call)*`
+	}
+	return fmt.Sprintf("root ::= %s\ntadpole-call ::= %s\n%s", root, strings.Join(parts, " "), rules), nil
 }

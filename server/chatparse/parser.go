@@ -19,6 +19,12 @@ type Options struct {
 	// DropThinking parses thinking blocks but returns no thinking (the
 	// request switched thinking off).
 	DropThinking bool
+	// XMLCalls: the template teaches Hermes calls as XML-style parameters
+	// (XMLCalls); the parser takes both, the grammars only JSON.
+	XMLCalls bool
+	// ThinkingEnd is the close tag of the template's thinking blocks
+	// (ThinkingEnd; "" when it names none of the known pairs).
+	ThinkingEnd string
 }
 
 // Delta is what a piece of output decided: content, thinking and

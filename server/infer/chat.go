@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/grammar"
+	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/models/chattemplate"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 )
@@ -214,9 +216,11 @@ func outputOptions(req *Request, tmpl, prompt string) chatparse.Options {
 	if len(req.Tools) > 0 && req.ToolChoice != "none" {
 		o.Format = chatparse.DetectFormat(tmpl)
 		o.Tools = toolNames(req.Tools)
+		o.XMLCalls = chatparse.XMLCalls(tmpl)
 	}
 	if thinkingTemplate(tmpl) {
 		o.Thinking = true
+		o.ThinkingEnd = chatparse.ThinkingEnd(tmpl)
 		o.DropThinking = req.Think != nil && !*req.Think
 		// A generation prompt that opens the thinking block (DeepSeek R1,
 		// QwQ): the output starts inside it.
@@ -263,27 +267,137 @@ func toolNames(tools []json.RawMessage) []string {
 
 // toolGrammar is the request's grammar, or, for tool_choice "required" or
 // a named function, one that makes the output a call in the model's
-// format.
-func toolGrammar(req *Request, out chatparse.Options) (string, error) {
+// format. For "auto" with tools and no response format, where the format
+// starts a call with a special token of the model's vocabulary, it is a
+// lazy grammar instead (runner.Lazy, chatparse.LazyGrammar): a call the
+// model starts keeps to its function's schema.
+func toolGrammar(m *engine.Model, req *Request, out chatparse.Options) (grammar string, lazy *runner.Lazy, err error) {
 	if req.ToolChoice != "required" {
-		return req.Grammar, nil
+		if req.Grammar != "" || len(out.Tools) == 0 {
+			return req.Grammar, nil, nil
+		}
+		return lazyToolGrammar(m, req, out)
 	}
 	if req.Grammar != "" {
-		return "", Errorf(BadRequest, "a response format cannot be combined with a required tool call")
+		return "", nil, Errorf(BadRequest, "a response format cannot be combined with a required tool call")
 	}
+	tools, err := grammarTools(req)
+	if err != nil {
+		return "", nil, err
+	}
+	g, err := chatparse.Grammar(out, tools, req.ToolName)
+	if err != nil {
+		return "", nil, Errorf(BadRequest, "%v", err)
+	}
+	return g, nil, nil
+}
+
+func grammarTools(req *Request) ([]chatparse.Tool, error) {
 	var tools []chatparse.Tool
 	for _, t := range req.Tools {
 		var f toolFunction
 		if err := json.Unmarshal(t, &f); err != nil {
-			return "", Errorf(BadRequest, "invalid tool: %v", err)
+			return nil, Errorf(BadRequest, "invalid tool: %v", err)
 		}
 		tools = append(tools, chatparse.Tool{Name: f.Function.Name, Parameters: f.Function.Parameters})
 	}
-	g, err := chatparse.Grammar(out, tools, req.ToolName)
-	if err != nil {
-		return "", Errorf(BadRequest, "%v", err)
+	return tools, nil
+}
+
+// lazyToolGrammar is toolGrammar's "auto" case. The trigger must be one
+// token whose text is the call markup's, and the grammar names it by id,
+// so that the grammar takes the very token that woke it (a grammar that
+// refused it would throw inside llama.cpp). A thinking model's trigger
+// is armed by the end of its thinking (the close tag, one token too).
+// Without such tokens, or where the tools' schemas are beyond the
+// grammar converter, the output is free, as before, and the parser reads
+// whatever call the model writes.
+func lazyToolGrammar(m *engine.Model, req *Request, out chatparse.Options) (string, *runner.Lazy, error) {
+	text := chatparse.CallTrigger(out.Format, out.XMLCalls)
+	if text == "" || m == nil {
+		return "", nil, nil
 	}
-	return g, nil
+	trigger, ok := oneToken(m, text)
+	if !ok {
+		return "", nil, nil
+	}
+	lazy := &runner.Lazy{Trigger: trigger}
+	if out.Thinking && !out.DropThinking {
+		end, ok := oneToken(m, out.ThinkingEnd)
+		if !ok {
+			return "", nil, nil
+		}
+		lazy.After = &end
+	}
+	rule := fmt.Sprintf("<[%d]>", trigger)
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\x00%s\x00", out.Format, rule)
+	for _, t := range req.Tools {
+		h.Write(t)
+		h.Write([]byte{0})
+	}
+	key := string(h.Sum(nil))
+	g, ok := lazyGrammars.get(key)
+	if !ok {
+		tools, err := grammarTools(req)
+		if err != nil {
+			return "", nil, err
+		}
+		if g, err = chatparse.LazyGrammar(out, tools, rule); err != nil {
+			g = "" // beyond the converter: free output, remembered too
+		}
+		lazyGrammars.put(key, g)
+	}
+	if g == "" {
+		return "", nil, nil
+	}
+	lazy.Grammar = g
+	return "", lazy, nil
+}
+
+// lazyGrammars keeps the lazy grammars of recent tool sets: an agent
+// sends the same tools with every turn, and building the grammar of 24
+// tools takes about 9 ms.
+var lazyGrammars = grammarCache{max: 64, maxBytes: 16 << 20}
+
+// grammarCache is a small map of grammars by their inputs' hash; when
+// full (max entries or maxBytes of grammar) it starts over: a working
+// set larger than that rebuilds.
+type grammarCache struct {
+	mu            sync.Mutex
+	max, maxBytes int
+	bytes         int
+	m             map[string]string
+}
+
+func (c *grammarCache) get(k string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.m[k]
+	return g, ok
+}
+
+func (c *grammarCache) put(k, g string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= c.max || c.bytes+len(g) > c.maxBytes {
+		c.m, c.bytes = map[string]string{}, 0
+	}
+	c.m[k] = g
+	c.bytes += len(g)
+}
+
+// oneToken is text's token when the vocabulary has it as one token
+// (parsing special tokens) that writes exactly text.
+func oneToken(m *engine.Model, text string) (engine.Token, bool) {
+	if text == "" {
+		return 0, false
+	}
+	toks, err := m.Tokenize(text, false, true)
+	if err != nil || len(toks) != 1 || string(m.TokenPiece(toks[0], true)) != text {
+		return 0, false
+	}
+	return toks[0], true
 }
 
 // CheckTools checks that each tool names its function and that its

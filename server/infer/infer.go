@@ -399,7 +399,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 	if err != nil {
 		return nil, err
 	}
-	grammar, err := toolGrammar(req, out)
+	grammar, lazy, err := toolGrammar(in.si.Model, req, out)
 	if err != nil {
 		return nil, err
 	}
@@ -429,6 +429,7 @@ func (s *Service) Start(ctx context.Context, in *Instance, req *Request) (*Strea
 		Embeds:      embeds,
 		NumCtx:      in.Window,
 		Sampling:    samplerParams(o, grammar, req.LogitBias),
+		Lazy:        lazy,
 		NumPredict:  o.NumPredict,
 		DraftMax:    draftMax(o.DraftNumPredict),
 		NumKeep:     o.NumKeep,
