@@ -219,6 +219,16 @@ func (s *Store) manifestEntry(p string, n Name) (Entry, error) {
 		return Entry{}, fmt.Errorf("model %q has no GGUF model layer: %w", n.String(), ErrUnsupportedModel)
 	}
 	if _, err := os.Stat(e.Path); err != nil {
+		// Gone between reading the manifest and here (a delete racing
+		// this resolve): not found, as after the delete. The error names
+		// the digest, never the store's path.
+		if errors.Is(err, fs.ErrNotExist) {
+			return Entry{}, fmt.Errorf("model %q: its model blob %s is missing: %w", n.String(), e.ModelDigest, ErrNotFound)
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		return Entry{}, fmt.Errorf("model %q: model blob %s: %w", n.String(), e.ModelDigest, err)
 	}
 	// Nothing may size memory from a GGUF llama.cpp cannot load.

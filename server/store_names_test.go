@@ -3,7 +3,9 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,5 +93,41 @@ func TestStoreConcurrentName(t *testing.T) {
 	}
 	if code, _, b := do(t, "POST", ts.URL+"/api/generate", "", `{"model":"x","prompt":"Hi","stream":false,"options":{"num_predict":2}}`); code != http.StatusOK {
 		t.Fatalf("generate after: %d %s", code, b)
+	}
+}
+
+// A name whose file goes between resolving it and reading it (a delete
+// racing the show; here the weights removed by hand) is a 404 for
+// /api/show, as if the show had come after the delete, and no answer
+// shows a server path.
+func TestShowOfVanishedFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := testmodels.WriteBigram(filepath.Join(dir, "bigram.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	ts := serveForTest(t, New(Config{ModelsDir: dir,
+		Sched: sched.Config{Parallel: 1, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+	if code, _, b := do(t, "POST", ts.URL+"/api/create", "", `{"model":"w","from":"bigram","stream":false}`); code != http.StatusOK {
+		t.Fatalf("create: %d %s", code, b)
+	}
+	blobs, err := filepath.Glob(filepath.Join(dir, "blobs", "sha256-*"))
+	if err != nil || len(blobs) == 0 {
+		t.Fatalf("no blobs in %s (%v)", dir, err)
+	}
+	removed := 0
+	for _, b := range blobs {
+		if fi, err := os.Stat(b); err == nil && fi.Size() > 1<<16 { // the weights, not the manifest's small layers
+			if err := os.Remove(b); err != nil {
+				t.Fatal(err)
+			}
+			removed++
+		}
+	}
+	if removed == 0 {
+		t.Fatal("no weights blob to remove")
+	}
+	code, _, b := do(t, "POST", ts.URL+"/api/show", "", `{"model":"w"}`)
+	if code != http.StatusNotFound || strings.Contains(string(b), dir) {
+		t.Fatalf("show: %d %s, want a 404 without the path", code, b)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strconv"
@@ -89,7 +91,7 @@ func (h *Handler) show(c echo.Context) error {
 	}
 	f, err := gguf.Open(e.Path)
 	if err != nil {
-		return errorf(http.StatusInternalServerError, "model %q: %v", name, err)
+		return showFileError(name, err)
 	}
 	resp := api.ShowResponse{
 		License: strings.Join(e.License, "\n"), Modelfile: models.ModelfileFor(e), Template: e.Template,
@@ -121,7 +123,7 @@ func (h *Handler) show(c echo.Context) error {
 		// projector says it encodes.
 		pi, err := models.ReadProjector(proj)
 		if err != nil {
-			return errorf(http.StatusInternalServerError, "model %q: %v", name, err)
+			return showFileError(name, err)
 		}
 		resp.ProjectorInfo = pi.KV
 		if pi.Vision {
@@ -274,6 +276,18 @@ func (h *Handler) postBlob(c echo.Context) error {
 		return storeError(d, err)
 	}
 	return c.NoContent(http.StatusCreated)
+}
+
+// showFileError answers a model whose file could not be read after its
+// name resolved: deleted meanwhile (a concurrent delete or create), a
+// 404 as if show had come after it; else a 500 that names the model but
+// not the server's paths, which go to the log.
+func showFileError(name string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return errorf(http.StatusNotFound, "model %q not found", name)
+	}
+	slog.Error("show: the model's file cannot be read", "model", name, "error", err)
+	return errorf(http.StatusInternalServerError, "model %q: its file cannot be read (see the server log)", name)
 }
 
 // streamProgress answers a long operation: NDJSON status lines while it
