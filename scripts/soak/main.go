@@ -49,7 +49,12 @@ func main() {
 	report := flag.Duration("report", 30*time.Second, "how often to print progress")
 	warmup := flag.Duration("warmup", 0, "load time before the RSS baseline is taken (0: a fifth of -duration, at most 1m)")
 	seed := flag.Uint64("seed", 1, "seed of the clients' choices")
-	serveFlags := flag.String("serve-flags", "--parallel 4 --context-length 512", "further flags of tadpole serve")
+	// Anura jobs are 2 of the mix's 36 weights: with 64 clients about 3
+	// are waiting at any time, each as long as an interactive request
+	// (plus the 2 s jobs give way). The server's default of 2 job
+	// workers would queue them past a client's 2-minute wait; the soak
+	// looks for leaks and errors, not for the operator's job sizing.
+	serveFlags := flag.String("serve-flags", "--parallel 4 --context-length 512 --job-workers 8", "further flags of tadpole serve")
 	keep := flag.Bool("keep", false, "keep the temporary directory (models, data, server.log)")
 	flag.Float64Var(&hostileRate, "hostile", hostileRate, "share of requests that are attacks (template bombs, forged turn markers, a huge enum), each answered as it must be")
 	flag.Parse()
