@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -419,6 +420,55 @@ func (s *httpServer) waitIdle() {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// waitQuiet waits (up to a minute) until the servers' processes together
+// use less than 5% of a core over half a second: a server still
+// finishing a failed case's generations, or spinning its threads after
+// one, would take a share of 2 cores from the next case.
+func waitQuiet(servers []*httpServer) {
+	cpu := func() time.Duration {
+		var t time.Duration
+		for _, s := range servers {
+			t += processCPU(s.cmd)
+		}
+		return t
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		c0, t0 := cpu(), time.Now()
+		time.Sleep(500 * time.Millisecond)
+		if float64(cpu()-c0) < 0.05*float64(time.Since(t0)) {
+			return
+		}
+	}
+	fmt.Fprintln(os.Stderr, "bench: the servers were still busy after a minute; measuring anyway")
+}
+
+// processCPU is the CPU time a running child has used so far (user and
+// system, from /proc; 0 where that is not readable).
+func processCPU(cmd *exec.Cmd) time.Duration {
+	if cmd == nil || cmd.Process == nil {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: state is field 3, utime 14 and stime 15.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	// Clock ticks: 100 a second on Linux.
+	return time.Duration(u+st) * 10 * time.Millisecond
 }
 
 // busy reports whether a slot of the server is processing; ok is false

@@ -268,6 +268,10 @@ func httpTable(servers []*httpServer, m *engine.Model, streams []int, n, reps, p
 				row := "| " + c.String() + " |"
 				var rates []float64
 				for _, s := range servers {
+					// Every case starts on a quiet machine: the other
+					// server (or this one) may still be working on what
+					// the last case left, or spinning its threads.
+					waitQuiet(servers)
 					before := s.phases()
 					s.failed = 0
 					rate, _ := s.run(c, m, n, reps)
@@ -302,6 +306,7 @@ func httpTable(servers []*httpServer, m *engine.Model, streams []int, n, reps, p
 	row := fmt.Sprintf("| first token after a fresh %d-token prompt (median of 5, s) |", promptLen)
 	var ds []time.Duration
 	for i, s := range servers {
+		waitQuiet(servers)
 		d := s.ttft(m, promptLen, 5, i)
 		ds = append(ds, d)
 		row += fmt.Sprintf(" %.3f |", d.Seconds())
