@@ -550,7 +550,9 @@ func (r *Runner) admit() {
 // as eight. So pick keeps the busy slots in as few runs as it can: it
 // takes the free slot that joins two runs, else one that extends a run,
 // else the lowest; and it takes another free slot instead only when that
-// one's cached tokens save at least MinCachedPrompt more of q's prompt.
+// one's cached tokens save at least MinCachedPrompt more of q's prompt,
+// or half of it (a short prompt that a slot holds: taking another slot
+// would prefill it and push the holder's tokens out to the prompt cache).
 // (Measured on 2 cores, a 135M model: 8 streams on the even slots of 16
 // decode at 136-141 ms a step, on slots 0-7 at 52-56 ms.) A run broken
 // by a request that ends stays broken until a new one fills the gap.
@@ -579,7 +581,7 @@ func (r *Runner) pick(q *request) *slot {
 			compact, compactN, compactRank = s, n, rank
 		}
 	}
-	if r.cfg.KVUnified || reuse == nil || reuseN-compactN >= MinCachedPrompt {
+	if r.cfg.KVUnified || reuse == nil || reuseN-compactN >= min(MinCachedPrompt, (len(q.prompt)+1)/2) {
 		return reuse
 	}
 	return compact

@@ -551,17 +551,23 @@ func TestPickKeepsSlotsTogether(t *testing.T) {
 		{"a short shared prefix is not worth a gap", "bb......", 6, MinCachedPrompt - 1, false, 2},
 		{"a long one is", "bb......", 6, MinCachedPrompt, false, 6},
 		{"unified: the longest prefix", "bb......", 6, 1, true, 6},
+		{"a short prompt mostly held elsewhere", "bb......", 6, -20, false, 6},
+		{"a short prompt barely held elsewhere", "bb......", 6, -2, false, 2},
 		{"all busy", "bbbb", -1, 0, false, -1},
 	} {
 		r := &Runner{cfg: Config{KVUnified: c.unified}}
 		q := &request{prompt: long}
+		shared := c.shared
+		if shared < 0 { // a 24-token prompt, -shared of it cached
+			q.prompt, shared = long[:24], -shared
+		}
 		for i, b := range c.busy {
 			s := &slot{id: i}
 			if b == 'b' {
 				s.req = &request{}
 			}
 			if i == c.cached {
-				s.cache = long[:c.shared]
+				s.cache = long[:shared]
 			}
 			r.slots = append(r.slots, s)
 		}
