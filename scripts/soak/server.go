@@ -242,6 +242,15 @@ func get(ctx context.Context, url string) (int, []byte, error) {
 
 // goroutines is the server's goroutine profile in text (pprof debug=1:
 // each distinct stack with its count), or why it is not.
+// collect has the server's Go runtime collect its garbage now (the heap
+// profile's gc=1 runs runtime.GC), so that the next measure sees the
+// live heap.
+func (s *server) collect() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	get(ctx, s.dbg+"/debug/pprof/heap?gc=1")
+}
+
 func (s *server) goroutines() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
