@@ -93,7 +93,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	defer s.stop()
+	defer s.Stop()
 	fmt.Printf("attack: %s serve on %s %s (dir %s)\n", *bin, s.url, *serveFlags, dir)
 
 	var rows []row
@@ -108,7 +108,7 @@ func main() {
 			break
 		}
 	}
-	s.stop()
+	s.Stop()
 	ok := table(os.Stdout, rows)
 	fmt.Printf("\n%d rows in %s\n", len(rows), time.Since(start).Truncate(time.Second))
 	if !ok {
@@ -130,7 +130,7 @@ func measure(s *server, a attack) row {
 	if a.setup != nil {
 		if err := a.setup(s); err != nil {
 			r.o = outcome{fail: "setup: " + err.Error()}
-			r.alive = s.alive()
+			r.alive = s.Alive()
 			return r
 		}
 	}
@@ -147,7 +147,7 @@ func measure(s *server, a attack) row {
 	if st != nil {
 		r.stall, r.other = st.end()
 	}
-	r.alive = s.alive()
+	r.alive = s.Alive()
 	if r.o.fail != "" || len(r.other) > 0 {
 		r.log = telling(s.logSince(logAt), 12)
 	}
@@ -276,8 +276,8 @@ func secs(d time.Duration) string {
 	}
 	return fmt.Sprintf("%.2f s", d.Seconds())
 }
-func ms(d time.Duration) string   { return fmt.Sprintf("%d ms", d.Milliseconds()) }
-func mib(kib int64) string        { return fmt.Sprintf("%.0f MiB", float64(kib)/1024) }
+func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
+func mib(kib int64) string      { return fmt.Sprintf("%.0f MiB", float64(kib)/1024) }
 
 // within gives f a context of its own with a deadline.
 func within(d time.Duration, f func(ctx context.Context) result) result {

@@ -1,17 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tadpole-llm/tadpole/scripts/internal/serve"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
@@ -25,15 +23,13 @@ const (
 
 // server is the tadpole serve process under attack.
 type server struct {
-	url     string
+	*serve.Process
+	url     string // Process.URL
 	dir     string // the temporary directory: models, data, cwd, server.log
 	data    string // --data-dir
 	cwd     string // the process's working directory (must not leak)
-	cmd     *exec.Cmd
-	log     string
-	done    chan struct{}
-	err     error
-	noClear bool // /proc/PID/clear_refs refused: peak RSS by sampling
+	log     string // Process.Log
+	noClear bool   // /proc/PID/clear_refs refused: peak RSS by sampling
 }
 
 // startServer writes the models into dir/models (stories: the demo
@@ -41,23 +37,13 @@ type server struct {
 // vision model with its projector), and starts bin serve on a free
 // loopback port with API keys, image URLs allowed, and extra flags.
 func startServer(bin, dir string, extra []string) (*server, error) {
-	models := filepath.Join(dir, "models")
-	s := &server{dir: dir, data: filepath.Join(dir, "data"), cwd: filepath.Join(dir, "server-cwd"),
-		log: filepath.Join(dir, "server.log"), done: make(chan struct{})}
-	for _, d := range []string{models, s.cwd} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	src, err := filepath.Abs(testmodels.Testdata("stories260K.gguf"))
-	if err != nil {
+	s := &server{dir: dir, data: filepath.Join(dir, "data"), cwd: filepath.Join(dir, "server-cwd")}
+	if err := os.MkdirAll(s.cwd, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.Symlink(src, filepath.Join(models, "stories.gguf")); err != nil {
-		return nil, fmt.Errorf("link the demo model: %w", err)
-	}
-	if err := testmodels.WriteBigram(filepath.Join(models, "bigram.gguf")); err != nil {
-		return nil, fmt.Errorf("write the bigram model: %w", err)
+	models, err := serve.Models(dir)
+	if err != nil {
+		return nil, err
 	}
 	if err := testmodels.WriteVision(filepath.Join(models, "vision.gguf"), filepath.Join(models, "vision.mmproj.gguf")); err != nil {
 		return nil, fmt.Errorf("write the vision model: %w", err)
@@ -66,83 +52,17 @@ func startServer(bin, dir string, extra []string) (*server, error) {
 	if err := os.WriteFile(keys, []byte(inferenceKey+" inference\n"+adminKey+" admin\n"), 0o600); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := serve.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	host := ln.Addr().String()
-	ln.Close()
-	s.url = "http://" + host
-	logf, err := os.Create(s.log)
+	args := append([]string{"--models", models, "--data-dir", s.data, "--api-keys-file", keys, "--allow-image-urls"}, extra...)
+	p, err := serve.Start(bin, port, s.cwd, filepath.Join(dir, "server.log"), args)
 	if err != nil {
 		return nil, err
 	}
-	bin, err = filepath.Abs(bin)
-	if err != nil {
-		return nil, err
-	}
-	args := append([]string{"serve", "--host", host, "--models", models, "--data-dir", s.data,
-		"--api-keys-file", keys, "--allow-image-urls"}, extra...)
-	s.cmd = exec.Command(bin, args...)
-	s.cmd.Dir = s.cwd
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	go func() { s.err = s.cmd.Wait(); logf.Close(); close(s.done) }()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if r := call(context.Background(), "GET", s.url+"/api/version", "", nil); r.status == http.StatusOK {
-			break
-		}
-		select {
-		case <-s.done:
-			return nil, fmt.Errorf("the server exited at start-up (%v):\n%s", s.err, s.tail(2000))
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("the server did not answer within a minute:\n%s", s.tail(2000))
-		}
-	}
+	s.Process, s.url, s.log = p, p.URL, p.Log
 	return s, nil
-}
-
-// alive reports whether the process runs and answers /api/version.
-func (s *server) alive() bool {
-	select {
-	case <-s.done:
-		return false
-	default:
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return call(ctx, "GET", s.url+"/api/version", "", nil).status == http.StatusOK
-}
-
-// stop asks the server to shut down and kills it after 15 s.
-func (s *server) stop() {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	s.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-s.done:
-	case <-time.After(15 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
-	}
-}
-
-// tail is the end of the server's log.
-func (s *server) tail(n int) string {
-	b, _ := os.ReadFile(s.log)
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }
 
 // logSize is the length of the server's log now: logSince(n) is what
@@ -165,7 +85,7 @@ func (s *server) logSince(n int64) string {
 
 // status reads fields of /proc/PID/status, in KiB.
 func (s *server) status(field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Cmd.Process.Pid))
 	if err != nil {
 		return -1
 	}
@@ -197,7 +117,7 @@ type peak struct {
 func (s *server) startPeak() *peak {
 	p := &peak{s: s, stop: make(chan struct{})}
 	if !s.noClear {
-		if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", s.cmd.Process.Pid), []byte("5"), 0); err != nil {
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", s.Cmd.Process.Pid), []byte("5"), 0); err != nil {
 			fmt.Fprintf(os.Stderr, "attack: clear_refs not permitted (%v): peak RSS sampled every 50 ms\n", err)
 			s.noClear = true
 		}

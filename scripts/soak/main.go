@@ -73,12 +73,12 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	defer srv.stop()
+	defer srv.Stop()
 	fmt.Printf("soak: %s serve on %s, %d clients for %s, warm-up %s, seed %d (dir %s)\n", *bin, srv.url, *clients, *duration, *warmup, *seed, dir)
 	ok := run(srv, *duration, *warmup, *report, *clients, *seed)
-	srv.stop()
+	srv.Stop()
 	if !ok {
-		fmt.Printf("server log (tail):\n%s\n", srv.tail(3000))
+		fmt.Printf("server log (tail):\n%s\n", srv.Tail(3000))
 		os.Exit(1)
 	}
 }
@@ -146,9 +146,9 @@ loop:
 			break loop
 		case <-tick.C:
 		}
-		if !srv.alive() {
+		if !srv.Running() {
 			died = true
-			fmt.Printf("the server died: %v\n", srv.err)
+			fmt.Printf("the server died: %v\n", srv.Err())
 			break
 		}
 		m := srv.measure()
@@ -164,7 +164,7 @@ loop:
 	}
 	<-done
 	elapsed := time.Since(start)
-	if !srv.alive() {
+	if !srv.Running() {
 		died = true
 	}
 

@@ -6,26 +6,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/scripts/internal/serve"
 )
 
 // server is the tadpole serve process under load.
 type server struct {
-	url  string
-	dbg  string // its --debug-addr (Go's pprof), for goroutine dumps
-	cmd  *exec.Cmd
-	log  string // its stderr/stdout file
-	done chan struct{}
-	err  error
+	*serve.Process
+	url string // Process.URL
+	dbg string // its --debug-addr (Go's pprof), for goroutine dumps
 }
 
 // startServer lays out a temporary models directory with the demo model
@@ -33,100 +28,25 @@ type server struct {
 // bin serve on a free loopback port with its own data directory. extra
 // are further serve flags.
 func startServer(bin, dir string, extra []string) (*server, error) {
-	models := filepath.Join(dir, "models")
-	if err := os.MkdirAll(models, 0o755); err != nil {
-		return nil, err
-	}
-	src, err := filepath.Abs(testmodels.Testdata("stories260K.gguf"))
+	models, err := serve.Models(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Symlink(src, filepath.Join(models, "stories.gguf")); err != nil {
-		return nil, fmt.Errorf("link the demo model: %w", err)
-	}
-	if err := testmodels.WriteBigram(filepath.Join(models, "bigram.gguf")); err != nil {
-		return nil, fmt.Errorf("write the bigram model: %w", err)
-	}
-	port, err := freePort()
+	port, err := serve.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	dport, err := freePort()
+	dport, err := serve.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	s := &server{url: "http://127.0.0.1:" + port, dbg: "http://127.0.0.1:" + dport, log: filepath.Join(dir, "server.log"), done: make(chan struct{})}
-	logf, err := os.Create(s.log)
+	args := append([]string{"--models", models, "--data-dir", filepath.Join(dir, "data"), "--log-level", "warn",
+		"--debug-addr", "127.0.0.1:" + dport}, extra...)
+	p, err := serve.Start(bin, port, "", filepath.Join(dir, "server.log"), args)
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"serve", "--host", "127.0.0.1:" + port, "--models", models,
-		"--data-dir", filepath.Join(dir, "data"), "--log-level", "warn", "--debug-addr", "127.0.0.1:" + dport}, extra...)
-	s.cmd = exec.Command(bin, args...)
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	go func() { s.err = s.cmd.Wait(); logf.Close(); close(s.done) }()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if st, _, err := get(context.Background(), s.url+"/"); err == nil && st == http.StatusOK {
-			return s, nil
-		}
-		select {
-		case <-s.done:
-			return nil, fmt.Errorf("the server exited at start-up (%v):\n%s", s.err, s.tail(2000))
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("the server did not answer within a minute:\n%s", s.tail(2000))
-		}
-	}
-}
-
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port, nil
-}
-
-// alive reports whether the process still runs.
-func (s *server) alive() bool {
-	select {
-	case <-s.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// stop asks the server to shut down (SIGTERM) and kills it if it has not
-// within 15 s.
-func (s *server) stop() {
-	if !s.alive() {
-		return
-	}
-	s.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-s.done:
-	case <-time.After(15 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
-	}
-}
-
-// tail is the end of the server's log.
-func (s *server) tail(n int) string {
-	b, _ := os.ReadFile(s.log)
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
+	return &server{Process: p, url: p.URL, dbg: "http://127.0.0.1:" + dport}, nil
 }
 
 // sample is the server's process state at one moment.
@@ -147,7 +67,7 @@ type sample struct {
 // measure reads /proc/PID/status (VmRSS, Threads), counts /proc/PID/fd,
 // and asks the server for its slots (/api/ps) and goroutines (/metrics).
 func (s *server) measure() sample {
-	pid := s.cmd.Process.Pid
+	pid := s.Cmd.Process.Pid
 	out := sample{goroutines: -1, slotsBusy: -1, goHeapKiB: -1, goHeldKiB: -1, cHeapKiB: -1, cHeldKiB: -1}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
