@@ -347,9 +347,3 @@ func (s *httpServer) textWindow(c imageConfig, m *engine.Model, n int, bias map[
 	wall := time.Since(t0)
 	return float64(total.Load()) / wall.Seconds(), wall
 }
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	return s[len(s)/2]
-}
