@@ -547,29 +547,28 @@ func (r *Runner) admit() {
 // KV stream per slot, llama.cpp decodes the sequences of a step in one
 // ubatch only while their ids follow one another (split_equal,
 // sequential): busy slots 0-7 decode as one graph, busy slots 0, 2, 4, …
-// as eight. So pick keeps the busy slots in as few runs as it can: it
-// takes the free slot that joins two runs, else one that extends a run,
-// else the lowest; and it takes another free slot instead only when that
-// one's cached tokens save at least MinCachedPrompt more of q's prompt,
-// or half of it (a short prompt that a slot holds: taking another slot
-// would prefill it and push the holder's tokens out to the prompt cache).
-// (Measured on 2 cores, a 135M model: 8 streams on the even slots of 16
-// decode at 136-141 ms a step, on slots 0-7 at 52-56 ms.) A run broken
-// by a request that ends stays broken until a new one fills the gap.
-// With one unified KV buffer any
-// set of slots decodes together, and pick takes the longest prefix.
+// as eight, each a pass over the weights. So pick keeps the busy slots
+// in as few runs as it can: it takes the free slot that joins two runs,
+// else one that extends a run, else (nothing is busy) any; among those
+// alike, the one whose cache holds most of q's prompt. It takes another
+// free slot instead only when that one's cached tokens save at least
+// MinCachedPrompt more of the prompt, or, if that slot also extends a
+// run, half of it (a short prompt that a slot holds). A new run costs
+// every step of every busy slot until they end, which a short prompt's
+// prefill does not repay. (Measured on 2 cores, a 135M model: 8 streams
+// on the even slots of 16 decode at 136-141 ms a step, on slots 0-7 at
+// 52-56 ms.) A run broken by a request that ends stays broken until a
+// new one fills the gap. With one unified KV buffer any set of slots
+// decodes together, and pick takes the longest prefix.
 func (r *Runner) pick(q *request) *slot {
 	var reuse, compact *slot
-	reuseN, compactN, compactRank := -1, 0, -1
+	reuseN, reuseRank, compactN, compactRank := -1, 0, 0, -1
 	busy := func(i int) bool { return i >= 0 && i < len(r.slots) && r.slots[i].req != nil }
 	for i, s := range r.slots {
 		if s.req != nil {
 			continue
 		}
 		n := s.reusable(q)
-		if n > reuseN {
-			reuse, reuseN = s, n
-		}
 		rank := 0
 		if busy(i - 1) {
 			rank++
@@ -577,11 +576,17 @@ func (r *Runner) pick(q *request) *slot {
 		if busy(i + 1) {
 			rank++
 		}
-		if rank > compactRank {
+		if n > reuseN {
+			reuse, reuseN, reuseRank = s, n, rank
+		}
+		if rank > compactRank || rank == compactRank && n > compactN {
 			compact, compactN, compactRank = s, n, rank
 		}
 	}
-	if r.cfg.KVUnified || reuse == nil || reuseN-compactN >= min(MinCachedPrompt, (len(q.prompt)+1)/2) {
+	switch {
+	case r.cfg.KVUnified || reuse == nil || reuseN-compactN >= MinCachedPrompt:
+		return reuse
+	case reuseRank > 0 && reuseN-compactN >= (len(q.prompt)+1)/2:
 		return reuse
 	}
 	return compact

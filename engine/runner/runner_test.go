@@ -551,8 +551,11 @@ func TestPickKeepsSlotsTogether(t *testing.T) {
 		{"a short shared prefix is not worth a gap", "bb......", 6, MinCachedPrompt - 1, false, 2},
 		{"a long one is", "bb......", 6, MinCachedPrompt, false, 6},
 		{"unified: the longest prefix", "bb......", 6, 1, true, 6},
-		{"a short prompt mostly held elsewhere", "bb......", 6, -20, false, 6},
-		{"a short prompt barely held elsewhere", "bb......", 6, -2, false, 2},
+		{"idle: the slot that holds the prompt", "........", 5, 1, false, 5},
+		{"a short prompt held apart is not worth a new run", "bb......", 6, -20, false, 2},
+		{"a short prompt mostly held next to a run", "bb.b....", 4, -20, false, 4},
+		{"a short prompt barely held next to a run", "bb.b....", 4, -2, false, 2},
+		{"of two slots next to runs, the one holding the prompt", "bb..b...", 5, 1, false, 5},
 		{"all busy", "bbbb", -1, 0, false, -1},
 	} {
 		r := &Runner{cfg: Config{KVUnified: c.unified}}
