@@ -181,22 +181,22 @@ func New(cfg Config) *Server {
 		e.GET("/metrics", echo.WrapHandler(tel.Handler()))
 	}
 	store := &models.Store{Dir: cfg.ModelsDir, MaxBlobSize: cfg.MaxBlobSize, MinFreeDisk: cfg.MinFreeDisk}
-	h := &ollama.Handler{Store: store, Infer: &infer.Service{Store: store, Sched: s.sched, Telemetry: tel, Drafts: cfg.Drafts,
+	svc := &infer.Service{Store: store, Sched: s.sched, Telemetry: tel, Drafts: cfg.Drafts,
 		MediaLimits: infer.MediaLimits{MaxImages: cfg.MaxImages, MaxImagePixels: cfg.MaxImagePixels, Fetcher: imageFetcher(cfg),
-			Budget: infer.NewDecodeBudget(cfg.MaxImageDecodeMemory, s.sched.Config().MaxQueue)}}, AllowRegistries: cfg.AllowRegistries}
-	h.Register(e)
-	s.infer = h.Infer
+			Budget: infer.NewDecodeBudget(cfg.MaxImageDecodeMemory, s.sched.Config().MaxQueue)}}
+	s.infer = svc
+	(&ollama.Handler{Store: store, Infer: svc, AllowRegistries: cfg.AllowRegistries}).Register(e)
 	s.registerHealth(e)
 	ui.Register(e) // the web console at /ui/
-	oa := &openai.Handler{Infer: h.Infer, Store: store}
+	oa := &openai.Handler{Infer: svc, Store: store}
 	oa.RegisterV1(e.Group("/v1", openai.Errors))
-	(&anthropic.Handler{Infer: h.Infer}).Register(e) // /v1/messages: Anthropic's, with its own error shape
+	(&anthropic.Handler{Infer: svc}).Register(e) // /v1/messages: Anthropic's, with its own error shape
 	oa.RegisterWebUI(e.Group("/api/chat/completions", openai.Errors))
 	oa.RegisterLlamaServer(e) // /tokenize, /detokenize, /apply-template
 	oa.RegisterLoRA(e)        // /lora-adapters
-	an := &anura.Handler{Store: store, Infer: h.Infer, Jobs: cfg.Jobs, Usage: cfg.Auth.Usage(), JobMaxTokens: cfg.JobMaxTokens}
+	an := &anura.Handler{Store: store, Infer: svc, Jobs: cfg.Jobs, Usage: cfg.Auth.Usage(), JobMaxTokens: cfg.JobMaxTokens}
 	an.Register(e)
-	rs := &responses.Handler{Infer: h.Infer, Jobs: cfg.Jobs, TTL: cfg.ResponsesTTL, Usage: cfg.Auth.Usage()}
+	rs := &responses.Handler{Infer: svc, Jobs: cfg.Jobs, TTL: cfg.ResponsesTTL, Usage: cfg.Auth.Usage()}
 	rs.Register(e)
 	if s.jobs = cfg.Jobs; s.jobs != nil {
 		workers := cfg.JobWorkers

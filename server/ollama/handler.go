@@ -1,7 +1,9 @@
 package ollama
 
 import (
+	"context"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -9,16 +11,34 @@ import (
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/ollamarun"
 )
 
 // Handler serves the Ollama routes.
 type Handler struct {
 	Store *models.Store
-	Infer *infer.Service
+	Infer Inference
 	// AllowRegistries are the registries ("host" or "host:port") pulls
 	// and pushes may reach at non-public addresses (--allow-registry).
 	AllowRegistries []string
 }
+
+// Inference is what the Ollama routes call of the generation path:
+// generate and chat through ollamarun, embeddings and rerank on an
+// acquired instance, and the loaded models for /api/ps and
+// /api/delete. *infer.Service is one; server/infer/infertest fakes it
+// for the package's own tests.
+type Inference interface {
+	ollamarun.Inference
+	Acquire(ctx context.Context, model string, opts api.Options, keepAlive *time.Duration) (*infer.Instance, error)
+	CheckReranker(model string) error
+	Loaded() []infer.Loaded
+	KeepAlive() time.Duration
+	PromptCache() (infer.CacheStats, bool)
+	Unload(path string) (requests int)
+}
+
+var _ Inference = (*infer.Service)(nil)
 
 // Register adds the routes to e.
 func (h *Handler) Register(e *echo.Echo) {

@@ -32,7 +32,7 @@ func (h *Handler) prepareChat(ctx context.Context, req *ChatRequest) ([]*infer.R
 	if len(req.Messages) == 0 {
 		return nil, 0, invalid("messages", "Invalid 'messages': expected a non-empty array.")
 	}
-	msgs, mi, err := messages(req.Messages, req.Model, h.Infer.MediaLimits.Fetcher.Reader(ctx))
+	msgs, mi, err := messages(req.Messages, req.Model, h.Infer.Limits().Fetcher.Reader(ctx))
 	if err != nil {
 		return nil, 0, err
 	}

@@ -9,5 +9,7 @@
 // Server-Sent Events. Every error it answers is in OpenAI's shape,
 // {"error": {"message", "type", "param", "code"}}. It must not touch the
 // engine or the runner's request type, and it must not know about API
-// keys: authentication is middleware in front of its routes.
+// keys: authentication is middleware in front of its routes. It takes
+// the generation path as its Inference interface, which
+// server/infer/infertest fakes for its own tests.
 package openai

@@ -1,9 +1,11 @@
 package openai
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -15,9 +17,28 @@ import (
 
 // Handler serves the OpenAI routes.
 type Handler struct {
-	Infer *infer.Service
+	Infer Inference
 	Store *models.Store
 }
+
+// Inference is what the OpenAI routes call of the generation path:
+// generations (chat, completions), instances for embeddings and rerank,
+// the model's options and media limits, llama-server's template and
+// LoRA routes. *infer.Service is one; server/infer/infertest fakes it
+// for the package's own tests.
+type Inference interface {
+	Generate(ctx context.Context, reqs ...*infer.Request) (*infer.Generation, error)
+	Acquire(ctx context.Context, model string, opts api.Options, keepAlive *time.Duration) (*infer.Instance, error)
+	ModelOptionsFrom(model string, base api.Options) (api.Options, error)
+	Limits() infer.MediaLimits
+	CheckReranker(model string) error
+	ApplyTemplate(ctx context.Context, req *infer.Request) (string, error)
+	LoRAAdapters(ctx context.Context, model string) ([]infer.LoRAAdapter, error)
+	SetLoRAScales(ctx context.Context, model string, scales map[int]float32) ([]infer.LoRAAdapter, error)
+	LoadLoRA(ctx context.Context, model, name string) ([]infer.LoRAAdapter, error)
+}
+
+var _ Inference = (*infer.Service)(nil)
 
 // RegisterV1 adds the OpenAI API to a group at /v1 made with Errors as
 // its first middleware: unknown paths under it then answer 404, and wrong

@@ -47,6 +47,11 @@ type Service struct {
 	PromptTokens int
 	// Media is what Limits returns.
 	Media infer.MediaLimits
+	// Models are what Loaded lists; Idle is KeepAlive's answer.
+	Models []infer.Loaded
+	Idle   time.Duration
+	// Template is ApplyTemplate's answer.
+	Template string
 
 	mu   sync.Mutex
 	reqs []*infer.Request
@@ -113,6 +118,62 @@ func (s *Service) CountTokens(ctx context.Context, req *infer.Request) (int, err
 
 // Limits returns Media.
 func (s *Service) Limits() infer.MediaLimits { return s.Media }
+
+// Acquire returns Err, or an Unavailable error: the fake has no engine
+// to compute embeddings or scores on, so the routes that take an
+// instance of their own run on the real engine only (./server).
+func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, keepAlive *time.Duration) (*infer.Instance, error) {
+	if s.Err != nil {
+		return nil, s.Err
+	}
+	return nil, infer.Errorf(infer.Unavailable, "infertest: no engine to load %q on", model)
+}
+
+// CheckReranker returns OptionsErr (the model's header read as
+// infer reads it before loading).
+func (s *Service) CheckReranker(model string) error { return s.OptionsErr }
+
+// ApplyTemplate records req and returns Template, or Err.
+func (s *Service) ApplyTemplate(ctx context.Context, req *infer.Request) (string, error) {
+	s.record(req)
+	return s.Template, s.Err
+}
+
+// LoRAAdapters, SetLoRAScales and LoadLoRA return Err, else no adapters:
+// the fake model has none.
+func (s *Service) LoRAAdapters(ctx context.Context, model string) ([]infer.LoRAAdapter, error) {
+	return nil, s.Err
+}
+
+// SetLoRAScales: see LoRAAdapters.
+func (s *Service) SetLoRAScales(ctx context.Context, model string, scales map[int]float32) ([]infer.LoRAAdapter, error) {
+	return nil, s.Err
+}
+
+// LoadLoRA: see LoRAAdapters.
+func (s *Service) LoadLoRA(ctx context.Context, model, name string) ([]infer.LoRAAdapter, error) {
+	return nil, s.Err
+}
+
+// Loaded returns Models.
+func (s *Service) Loaded() []infer.Loaded { return s.Models }
+
+// KeepAlive returns Idle.
+func (s *Service) KeepAlive() time.Duration { return s.Idle }
+
+// PromptCache reports no prompt cache.
+func (s *Service) PromptCache() (infer.CacheStats, bool) { return infer.CacheStats{}, false }
+
+// Unload unloads nothing: it returns the requests holding the loaded
+// model at path (Models), as infer does when one is busy.
+func (s *Service) Unload(path string) (requests int) {
+	for _, m := range s.Models {
+		if m.Path == path {
+			return m.Requests
+		}
+	}
+	return 0
+}
 
 // Content is an event with content.
 func Content(text string) infer.Event {
