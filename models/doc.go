@@ -17,13 +17,16 @@
 // The package also parses and writes Modelfiles ([ParseModelfile],
 // [Modelfile.String], [ModelfileFor]) and builds models from them
 // ([Store.Create]). Its sub-packages read and write GGUF (gguf), pull
-// and push models over Ollama's registry protocol (registry), and
-// generate deterministic test models (testmodels).
+// and push models over Ollama's registry protocol (registry), quantize
+// a model into the store through the engine (quantize, the one that
+// links llama.cpp), and generate deterministic test models
+// (testmodels).
 //
 // The store never loads weights and never lets a name or a digest reach
 // outside its directory: names are validated part by part ([ParseName])
 // and blob paths are built only from checked sha256 digests. Nothing is
 // ever half-written: blobs and manifests go to a temporary file that is
 // renamed into place. The package is pure Go (no cgo) and imports
-// nothing from engine/ or server/.
+// nothing from engine/ or server/ (models/quantize does, for the
+// quantizer).
 package models

@@ -9,8 +9,9 @@ import (
 )
 
 // What the Ollama dialect's model management reads of the engine and the
-// scheduler (/api/ps, /api/delete, /api/create, /api/version) goes
-// through here: a dialect imports neither (TestDialectsAreThin).
+// scheduler (/api/ps, /api/delete, /api/create's architecture check,
+// /api/version) goes through here: a dialect imports neither
+// (TestDialectsAreThin). Quantization is models/quantize's.
 
 // Loaded is a loaded model instance, as /api/ps lists it.
 type Loaded struct {
@@ -100,10 +101,6 @@ func UnsupportedArchitecture(path string) error {
 	}
 	return nil
 }
-
-// Quantize writes the model GGUF at in to out quantized as typ
-// ("Q4_K_M", …), with the engine's default threads.
-func Quantize(in, out, typ string) error { return engine.Quantize(in, out, typ, 0) }
 
 // Version is Tadpole's version (set at build time).
 func Version() string { return engine.Version }

@@ -1,21 +1,17 @@
 package ollama
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/gguf"
+	"github.com/tadpole-llm/tadpole/models/quantize"
 	"github.com/tadpole-llm/tadpole/models/registry"
 	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
@@ -65,17 +61,21 @@ func (h *Handler) create(c echo.Context) error {
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
 	if req.Quantize != "" {
-		// One quantization at a time: it takes every core for minutes.
-		if !quantizing.TryLock() {
-			return dialect.Unavailable("another quantization is running; try again when it finishes")
+		if err := quantize.CheckType(req.Quantize); err != nil {
+			return quantizeError(name, err)
 		}
-		defer quantizing.Unlock()
+		// One quantization at a time: it takes every core for minutes.
+		done, err := quantize.Begin()
+		if err != nil {
+			return quantizeError(name, err)
+		}
+		defer done()
 	}
 	return streamProgress(c, req.Stream, func(progress func(api.ProgressResponse)) error {
 		status := func(s string) { progress(api.ProgressResponse{Status: s}) }
 		if req.Quantize != "" {
-			if err := h.quantizeFrom(c.Request().Context(), mf, req.Quantize, status); err != nil {
-				return err
+			if err := quantize.From(h.Store, mf, req.Quantize, status); err != nil {
+				return quantizeError(name, err)
 			}
 		}
 		if err := h.Store.Create(name, mf, status); err != nil {
@@ -264,56 +264,17 @@ func (h *Handler) storeReference(v string, blobOnly bool) bool {
 	return err == nil
 }
 
-// quantizing is held while a quantization runs. It is one per process,
-// not per Handler: the CPU it saturates is the process's.
-var quantizing sync.Mutex
-
-// quantizeFrom replaces the Modelfile's FROM with a quantized copy of it.
-func (h *Handler) quantizeFrom(ctx context.Context, mf *models.Modelfile, typ string, status func(string)) error {
-	for i, cmd := range mf.Commands {
-		if cmd.Name != models.CmdFrom {
-			continue
-		}
-		var src string
-		if d := strings.TrimPrefix(cmd.Value, "@"); models.ValidDigest(d) {
-			src, _ = h.Store.BlobPath(d)
-		} else if e, err := h.Store.Resolve(cmd.Value); err == nil {
-			src = e.Path
-		}
-		if src == "" {
-			return errorf(http.StatusBadRequest, "quantize: FROM %q not found", cmd.Value)
-		}
-		// The output is at most the input's size; it is written to a
-		// temporary file and then copied into the store.
-		if fi, err := os.Stat(src); err == nil {
-			if err := h.Store.CheckCapacity(fi.Size()); err != nil {
-				return storeError(cmd.Value, err)
-			}
-		}
-		tmp, err := os.MkdirTemp("", "tadpole-quantize")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		out := filepath.Join(tmp, "model.gguf")
-		status(fmt.Sprintf("quantizing model to %s", strings.ToUpper(typ)))
-		if err := infer.Quantize(src, out, typ); err != nil {
-			// Named by digest, not by the server's paths.
-			return errorf(http.StatusBadRequest, "%s", strings.ReplaceAll(h.Store.Redact(err).Error(), out, "the quantized copy"))
-		}
-		f, err := os.Open(out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		d, _, err := h.Store.WriteBlob(f, "")
-		if err != nil {
-			return storeError(cmd.Value, err)
-		}
-		mf.Commands[i].Value = "@" + d
-		return nil
+// quantizeError maps a quantization's errors: another one running is a
+// 503 to retry, the request's own fault a 400, the store's as the store's.
+func quantizeError(name string, err error) error {
+	var qe *quantize.Error
+	switch {
+	case errors.Is(err, quantize.ErrBusy):
+		return dialect.Unavailable("%v", err)
+	case errors.As(err, &qe):
+		return errorf(http.StatusBadRequest, "%v", err)
 	}
-	return errorf(http.StatusBadRequest, "quantize: no FROM")
+	return storeError(name, err)
 }
 
 func (h *Handler) pull(c echo.Context) error { return h.transfer(c, false) }

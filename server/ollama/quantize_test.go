@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/models"
+	"github.com/tadpole-llm/tadpole/models/quantize"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
 
@@ -37,12 +38,15 @@ func TestOneQuantizationAtATime(t *testing.T) {
 		return resp
 	}
 
-	quantizing.Lock() // as a running quantization holds it
+	done, err := quantize.Begin() // as a running quantization holds its place
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp := create()
 	var answer struct{ Error string }
 	json.NewDecoder(resp.Body).Decode(&answer)
 	resp.Body.Close()
-	quantizing.Unlock()
+	done()
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(answer.Error, "another quantization") {
 		t.Fatalf("second quantization: %d %q Retry-After %q", resp.StatusCode, answer.Error, resp.Header.Get("Retry-After"))
 	}
@@ -54,8 +58,36 @@ func TestOneQuantizationAtATime(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("quantization after the first ended: %d %q", resp.StatusCode, answer.Error)
 	}
-	if !quantizing.TryLock() {
-		t.Fatal("the quantization lock was not released")
+	done, err = quantize.Begin()
+	if err != nil {
+		t.Fatal("the quantization's place was not given back")
 	}
-	quantizing.Unlock()
+	done()
+}
+
+// An unknown quantization type is a 400 naming the types on offer,
+// before a streamed create sends its 200.
+func TestQuantizeTypeRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := testmodels.WriteRandomLlama(filepath.Join(dir, "base.gguf"), testmodels.Small, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	e := echo.New()
+	e.HTTPErrorHandler = ErrorHandler
+	(&Handler{Store: &models.Store{Dir: dir}}).Register(e)
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	for _, stream := range []string{"true", "false"} {
+		body := `{"model":"small","from":"base","quantize":"q9_9","stream":` + stream + `}`
+		resp, err := http.Post(srv.URL+"/api/create", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var answer struct{ Error string }
+		json.NewDecoder(resp.Body).Decode(&answer)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(answer.Error, `unsupported quantization "q9_9"`) || !strings.Contains(answer.Error, "Q4_K_M") {
+			t.Errorf("stream %s: %d %q", stream, resp.StatusCode, answer.Error)
+		}
+	}
 }
