@@ -72,6 +72,14 @@ func callSchema(o Options, tools []Tool, only string) ([]byte, []string, error) 
 		name, _ := json.Marshal(t.Name)
 		b := fmt.Sprintf(`{"type": "object", "properties": {%q: {"const": %s}, %q: %s}, "required": [%q, %q]}`,
 			nameKey, name, argsKey, p, nameKey, argsKey)
+		if o.Format == CommandR {
+			// Command R7B writes each call's id first, as its template
+			// shows a call: {"tool_call_id": "0", "tool_name": …,
+			// "parameters": …}; a grammar without it would drive the
+			// model off its own syntax.
+			b = fmt.Sprintf(`{"type": "object", "properties": {"tool_call_id": {"type": "string", "pattern": "^[0-9]{1,10}$"}, %q: {"const": %s}, %q: %s}, "required": ["tool_call_id", %q, %q]}`,
+				nameKey, name, argsKey, p, nameKey, argsKey)
+		}
 		branches = append(branches, json.RawMessage(b))
 		argSchemas = append(argSchemas, json.RawMessage(p))
 		names = append(names, t.Name)
@@ -216,7 +224,8 @@ func XMLCalls(template string) bool {
 // starts at the format's call token (CallTrigger), written as
 // triggerRule (the token's id, "<[ID]>", so that the grammar takes the
 // very token that woke it), then holds the call object to one of tools'
-// schemas and the format's close; Hermes may write further calls. What
+// schemas and the format's close; Hermes may write further calls, and
+// the list formats (Command R7B, granite) further objects. What
 // the model writes before the token (thinking, content) is free, and
 // once the calls end only the end of the output may follow.
 func LazyGrammar(o Options, tools []Tool, triggerRule string) (string, error) {
@@ -235,16 +244,23 @@ func LazyGrammar(o Options, tools []Tool, triggerRule string) (string, error) {
 	body, rules, _ := strings.Cut(g, "\n")
 	// The markup around the object as the model may space it: models of
 	// one format differ ("<tool_call>\n{…}\n</tool_call>" from Qwen,
-	// "<tool_call>{…}</tool_call>" from others), and a grammar stricter
-	// than the model drives it into whatever the grammar still allows.
+	// "<tool_call>{…}</tool_call>" from others, "[\n    {…}\n]" from
+	// Command R7B), and a grammar stricter than the model drives it into
+	// whatever the grammar still allows.
+	pad := `[ \n]{0,2} [ ]{0,8}`
+	item := "tadpole-object"
 	parts := []string{triggerRule, `[ \n]{0,2}`}
 	if open := strings.TrimSpace(c.open); open != "" {
-		parts = append(parts, strconv.Quote(open), `[ \n]{0,2}`)
+		parts = append(parts, strconv.Quote(open), pad)
+		if open == "[" {
+			// A list: parallel calls, "},\n    {".
+			item = `tadpole-object ([ \n]{0,2} "," ` + pad + ` tadpole-object)*`
+		}
 	}
-	parts = append(parts, strings.TrimPrefix(body, "root ::= "), `[ \n]{0,2}`, strconv.Quote(strings.TrimSpace(c.close)))
+	parts = append(parts, item, `[ \n]{0,2}`, strconv.Quote(strings.TrimSpace(c.close)))
 	root := "tadpole-call"
 	if o.Format == Hermes {
 		root = `tadpole-call ([ \n]{0,2} tadpole-call)*`
 	}
-	return fmt.Sprintf("root ::= %s\ntadpole-call ::= %s\n%s", root, strings.Join(parts, " "), rules), nil
+	return fmt.Sprintf("root ::= %s\ntadpole-call ::= %s\ntadpole-object ::= %s\n%s", root, strings.Join(parts, " "), strings.TrimPrefix(body, "root ::= "), rules), nil
 }

@@ -124,7 +124,11 @@ func TestGrammarOutputParses(t *testing.T) {
 		case CommandR, CommandRPlus:
 			key, args = "tool_name", "parameters"
 		}
-		out := prefix + `{"` + key + `": "get_time", "` + args + `": {}}` + suffix
+		id := ""
+		if f == CommandR {
+			id = `"tool_call_id": "0", `
+		}
+		out := prefix + `{` + id + `"` + key + `": "get_time", "` + args + `": {}}` + suffix
 		// The grammar's thinking: an optional block of any family, or
 		// the end of the one the prompt opened.
 		for _, c := range []struct {
@@ -144,6 +148,33 @@ func TestGrammarOutputParses(t *testing.T) {
 				t.Errorf("%v: %q parsed as %+v %v", f, c.text, d, w)
 			}
 		}
+	}
+}
+
+// The lazy grammars are well formed; Command R7B's call objects start
+// with the call's id, as the model writes them, and a list format's
+// grammar takes parallel calls spaced as the template spaces them.
+func TestLazyGrammar(t *testing.T) {
+	tools := []Tool{{Name: "get_weather", Parameters: []byte(`{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}`)}}
+	for _, f := range []Format{Hermes, CommandR, Granite} {
+		g, err := LazyGrammar(Options{Format: f}, tools, "<[7]>")
+		if err != nil {
+			t.Fatalf("%v: %v", f, err)
+		}
+		gbnfRules(t, g)
+		list := strings.Contains(g, `"," [ \n]{0,2} [ ]{0,8} tadpole-object)*`)
+		if list != (f != Hermes) || strings.Contains(g, "tool_call_id") != (f == CommandR) {
+			t.Errorf("%v:\n%s", f, g)
+		}
+		if f == CommandR {
+			id, name := strings.Index(g, `tool_call_id`), strings.Index(g, `tool_name`)
+			if id < 0 || name < id {
+				t.Errorf("Command R7B's call object does not start with its id:\n%s", g)
+			}
+		}
+	}
+	if _, err := LazyGrammar(Options{Format: Llama3}, tools, "<[7]>"); err == nil {
+		t.Error("a lazy grammar for a format without a call token")
 	}
 }
 
