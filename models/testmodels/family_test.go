@@ -33,3 +33,29 @@ func TestFamilyScriptModel(t *testing.T) {
 		t.Error("empty script accepted")
 	}
 }
+
+// Every family's script builds, and none whose prompt ends in a newline
+// byte writes a lone "\n" piece (that ordinary token would take the
+// prompt's last newline, and the model would start past its trigger).
+func TestFamilyScriptsBuild(t *testing.T) {
+	for name, f := range map[string]func(string) FamilyScript{
+		"GptOss": GptOss, "Qwen3": Qwen3, "Qwen35": Qwen35, "Qwen3Coder": Qwen3Coder, "GLM46": GLM46, "GLM47": GLM47,
+		"Granite4": Granite4, "KimiK2": KimiK2, "MiniMaxM2": MiniMaxM2, "SeedOSS": SeedOSS, "Nemotron3": Nemotron3,
+		"DeepSeekV31": DeepSeekV31, "DeepSeekV32": DeepSeekV32, "Ministral3": Ministral3, "Apertus": Apertus, "LFM25": LFM25,
+		"Hermes": Hermes, "QwQ": QwQ, "SmolLM3": SmolLM3, "Llama3": Llama3, "FunctionaryV31": FunctionaryV31,
+		"FunctionaryV32": FunctionaryV32, "MistralNemo": MistralNemo, "MistralSmall32": MistralSmall32, "Devstral": Devstral, "CommandR7B": CommandR7B,
+		"DeepSeekR1Distill": DeepSeekR1Distill, "KimiK2Thinking": KimiK2Thinking, "Granite33": Granite33,
+	} {
+		s := f("{{ messages }}")
+		if _, _, err := FamilyScriptModel(s); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if s.Trigger == "<0x0A>" || s.Trigger2 == "<0x0A>" {
+			for _, p := range append(append([]string(nil), s.Turn1...), s.Turn2...) {
+				if p == "\n" {
+					t.Errorf("%s: a lone newline piece after a prompt that ends in a newline byte", name)
+				}
+			}
+		}
+	}
+}
