@@ -41,7 +41,7 @@ func (t OptionType) String() string {
 // whether it is load-time, and the range its integer values must be in.
 // The option table is the one place these are written: the Modelfile
 // PARAMETER parser and params layers (ParseOption, NormalizeOption,
-// CheckParams) and the Ollama wire options (server/api: DefaultOptions,
+// CheckParams) and the Ollama wire options (server/ollamaapi: DefaultOptions,
 // Apply, CheckRequest) are all checked against it.
 type OptionSpec struct {
 	Name string

@@ -14,8 +14,8 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -39,8 +39,8 @@ func TestQueueBoundExactUnderBurst(t *testing.T) {
 	hold, release := context.WithCancel(ctx)
 	defer release()
 	held := make(chan struct{})
-	go ts.Client.Generate(hold, &api.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: map[string]any{"num_predict": -1}},
-		func(api.GenerateResponse) error {
+	go ts.Client.Generate(hold, &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: map[string]any{"num_predict": -1}},
+		func(ollamaapi.GenerateResponse) error {
 			select {
 			case <-held:
 			default:
@@ -106,7 +106,7 @@ func TestQueueBoundExactUnderBurst(t *testing.T) {
 	}
 	// Embeddings take their place in the same queue: with it full, 503
 	// in each dialect's shape.
-	_, err := ts.Client.Embed(ctx, &api.EmbedRequest{Model: "stories", Input: jsonOf("The cat sat.")})
+	_, err := ts.Client.Embed(ctx, &ollamaapi.EmbedRequest{Model: "stories", Input: jsonOf("The cat sat.")})
 	if se := (*client.StatusError)(nil); !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("/api/embed with the queue full: %v, want a 503", err)
 	}
@@ -132,7 +132,7 @@ func TestQueueBoundExactUnderBurst(t *testing.T) {
 	// The places are given back: more embeddings than the bound, one
 	// after another, all answer.
 	for i := 0; i < 6; i++ {
-		if _, err := ts.Client.Embed(ctx, &api.EmbedRequest{Model: "stories", Input: jsonOf("The cat sat.")}); err != nil {
+		if _, err := ts.Client.Embed(ctx, &ollamaapi.EmbedRequest{Model: "stories", Input: jsonOf("The cat sat.")}); err != nil {
 			t.Fatalf("embedding %d after the burst: %v", i, err)
 		}
 	}

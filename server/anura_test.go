@@ -15,9 +15,9 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/auth"
 	"github.com/tadpole-llm/tadpole/server/jobs"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -185,12 +185,12 @@ func TestAnuraOllamaJobs(t *testing.T) {
 	// The result is exactly the non-streamed Ollama answer.
 	waitJob(t, ts, "", jg.ID)
 	code, h, b := do(t, "GET", ts.URL+"/api/v1/ollama/"+jg.ID+"/results", "", "")
-	var g api.GenerateResponse
+	var g ollamaapi.GenerateResponse
 	if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), "application/json") || json.Unmarshal(b, &g) != nil {
 		t.Fatalf("results %d: %s", code, b)
 	}
 	_, _, direct := do(t, "POST", ts.URL+"/api/generate", "", strings.Replace(gen, `"options"`, `"stream":false,"options"`, 1))
-	var d api.GenerateResponse
+	var d ollamaapi.GenerateResponse
 	json.Unmarshal(direct, &d)
 	if !strings.HasPrefix(g.Response, storiesContinuation) || g.Response != d.Response || !g.Done || g.DoneReason != "length" ||
 		g.EvalCount != 30 || g.PromptEvalCount != 5 || len(g.Context) != 35 || fmt.Sprint(g.Context) != fmt.Sprint(d.Context) ||
@@ -209,7 +209,7 @@ func TestAnuraOllamaJobs(t *testing.T) {
 
 	waitJob(t, ts, "", jc.ID)
 	_, _, b = do(t, "GET", ts.URL+"/api/v1/ollama/"+jc.ID+"/results", "", "")
-	var c, dc api.ChatResponse
+	var c, dc ollamaapi.ChatResponse
 	json.Unmarshal(b, &c)
 	_, _, direct = do(t, "POST", ts.URL+"/api/chat", "", strings.Replace(chat, `"options"`, `"stream":false,"options"`, 1))
 	json.Unmarshal(direct, &dc)
@@ -427,10 +427,10 @@ func anuraChat(t *testing.T, ts *testServer, key, body string) (string, map[stri
 	var last map[string]any
 	for i, d := range data[2 : len(data)-1] {
 		var ev struct {
-			Model     string      `json:"model"`
-			CreatedAt time.Time   `json:"created_at"`
-			Message   api.Message `json:"message"`
-			Done      bool        `json:"done"`
+			Model     string            `json:"model"`
+			CreatedAt time.Time         `json:"created_at"`
+			Message   ollamaapi.Message `json:"message"`
+			Done      bool              `json:"done"`
 		}
 		if names[i+2] != "delta" || json.Unmarshal([]byte(d), &ev) != nil || ev.Model == "" || ev.CreatedAt.IsZero() || ev.Message.Role != "assistant" {
 			t.Fatalf("event %d: %s %s", i+2, names[i+2], d)
@@ -455,7 +455,7 @@ func TestAnuraChatSSE(t *testing.T) {
 	// The same text as Ollama's /api/chat: the same generation path.
 	single := tokensIn()
 	_, _, b := do(t, "POST", ts.URL+"/api/chat", "k", `{"model":"stories","stream":false,"messages":[{"role":"user","content":"Once upon a time"}],"options":{"num_predict":20,"temperature":0}}`)
-	var direct api.ChatResponse
+	var direct ollamaapi.ChatResponse
 	json.Unmarshal(b, &direct)
 	if text == "" || text != direct.Message.Content || len(data) < 10 {
 		t.Fatalf("streamed %q in %d events; /api/chat %q", text, len(data), direct.Message.Content)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -35,8 +35,8 @@ func TestClientGoneWhileQueuedIs499(t *testing.T) {
 	hold, release := context.WithCancel(ctx)
 	defer release()
 	held := make(chan struct{})
-	go ts.Client.Generate(hold, &api.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: map[string]any{"num_predict": -1, "temperature": 0}}, // greedy: no end
-		func(api.GenerateResponse) error {
+	go ts.Client.Generate(hold, &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: map[string]any{"num_predict": -1, "temperature": 0}}, // greedy: no end
+		func(ollamaapi.GenerateResponse) error {
 			select {
 			case <-held:
 			default:

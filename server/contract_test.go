@@ -16,8 +16,8 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -128,10 +128,10 @@ func TestLoadOptionsDoNotKeyInstances(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req := &api.GenerateRequest{Model: "stories", Prompt: "Once", Options: map[string]any{
+			req := &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once", Options: map[string]any{
 				"num_thread": i, "num_ctx": 16 + i*2, "num_batch": i, "num_predict": 2, "temperature": 0,
 			}}
-			if err := ts.Client.Generate(context.Background(), req, func(api.GenerateResponse) error { return nil }); err != nil {
+			if err := ts.Client.Generate(context.Background(), req, func(ollamaapi.GenerateResponse) error { return nil }); err != nil {
 				errs <- err
 			}
 		}()
@@ -173,7 +173,7 @@ func TestNumCtxWindowMatchesOwnInstance(t *testing.T) {
 // llama.cpp pads n_ctx to 256 but keeps n_batch at 100.
 func TestEmbedSmallContextInstance(t *testing.T) {
 	ts := newServerWithCtx(t, 100)
-	resp, err := ts.Client.Embed(context.Background(), &api.EmbedRequest{Model: "stories", Input: jsonOf(longPrompt)})
+	resp, err := ts.Client.Embed(context.Background(), &ollamaapi.EmbedRequest{Model: "stories", Input: jsonOf(longPrompt)})
 	if err != nil || len(resp.Embeddings) != 1 || resp.PromptEvalCount != 100 {
 		t.Fatalf("%v %+v", err, resp)
 	}
@@ -219,13 +219,13 @@ func TestCreateRefusesEngineBoundParameters(t *testing.T) {
 	for _, params := range []map[string]any{
 		{"num_thread": 100000}, {"num_ctx": float64(1 << 40)}, {"num_batch": float64(1 << 40)}, {"num_gpu": -7},
 	} {
-		err := ts.Client.Create(context.Background(), &api.CreateRequest{Model: "bad", From: "stories", Parameters: params}, func(api.ProgressResponse) error { return nil })
+		err := ts.Client.Create(context.Background(), &ollamaapi.CreateRequest{Model: "bad", From: "stories", Parameters: params}, func(ollamaapi.ProgressResponse) error { return nil })
 		var se client.StatusError
 		if !asStatus(err, &se) || se.StatusCode != 400 || !strings.Contains(se.Message, "out of range") {
 			t.Errorf("%v: %v", params, err)
 		}
 	}
-	if _, err := ts.Client.Show(context.Background(), &api.ShowRequest{Model: "bad"}); err == nil {
+	if _, err := ts.Client.Show(context.Background(), &ollamaapi.ShowRequest{Model: "bad"}); err == nil {
 		t.Fatal("a refused model was created")
 	}
 }
@@ -234,7 +234,7 @@ func TestCreateRefusesEngineBoundParameters(t *testing.T) {
 // the client's 404, not a 500.
 func TestPushBareGGUF(t *testing.T) {
 	ts := startServer(t)
-	err := ts.Client.Push(context.Background(), &api.PullRequest{Model: "stories", Insecure: true, Stream: ptr(false)}, func(api.ProgressResponse) error { return nil })
+	err := ts.Client.Push(context.Background(), &ollamaapi.PullRequest{Model: "stories", Insecure: true, Stream: ptr(false)}, func(ollamaapi.ProgressResponse) error { return nil })
 	var se client.StatusError
 	if !asStatus(err, &se) || se.StatusCode != 404 || !strings.Contains(se.Message, "manifest") {
 		t.Fatalf("push of a bare GGUF: %v", err)

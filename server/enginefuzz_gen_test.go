@@ -60,7 +60,7 @@ type fuzzParam struct {
 var fuzzParams = func() []fuzzParam {
 	var out []fuzzParam
 	for _, n := range []string{
-		// server/api/options.go and models/options.go
+		// server/ollamaapi/options.go and models/options.go
 		"num_ctx", "num_batch", "num_gpu", "main_gpu", "use_mmap", "use_mlock", "num_thread", "vocab_only",
 		"num_keep", "seed", "num_predict", "top_k", "top_p", "min_p", "typical_p", "repeat_last_n",
 		"temperature", "repeat_penalty", "presence_penalty", "frequency_penalty", "mirostat",

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // format "json" and a JSON schema constrain generation through the grammar
@@ -16,11 +16,11 @@ func TestFormat(t *testing.T) {
 	ts := startServer(t)
 	ctx := context.Background()
 	for _, model := range []string{"bigram", "stories"} {
-		var got api.GenerateResponse
-		err := ts.Client.Generate(ctx, &api.GenerateRequest{
+		var got ollamaapi.GenerateResponse
+		err := ts.Client.Generate(ctx, &ollamaapi.GenerateRequest{
 			Model: model, Prompt: "Hi", Format: json.RawMessage(`"json"`), Stream: ptr(false),
 			Options: map[string]any{"temperature": 0, "num_predict": 200},
-		}, func(r api.GenerateResponse) error { got = r; return nil })
+		}, func(r ollamaapi.GenerateResponse) error { got = r; return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,11 +41,11 @@ func TestFormat(t *testing.T) {
 		"required":["mood","age","friend"],"additionalProperties":false}`)
 	for _, stream := range []bool{false, true} {
 		text := ""
-		var last api.ChatResponse
-		err := ts.Client.Chat(ctx, &api.ChatRequest{
-			Model: "stories", Messages: []api.Message{{Role: "user", Content: "Once upon a time"}}, Format: schema, Stream: ptr(stream),
+		var last ollamaapi.ChatResponse
+		err := ts.Client.Chat(ctx, &ollamaapi.ChatRequest{
+			Model: "stories", Messages: []ollamaapi.Message{{Role: "user", Content: "Once upon a time"}}, Format: schema, Stream: ptr(stream),
 			Options: map[string]any{"temperature": 0.7, "seed": 5, "num_predict": 100},
-		}, func(r api.ChatResponse) error { text += r.Message.Content; last = r; return nil })
+		}, func(r ollamaapi.ChatResponse) error { text += r.Message.Content; last = r; return nil })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // The probes of an orchestrator (Kubernetes' kubelet, a load balancer):
@@ -165,7 +165,7 @@ func (s *Server) Preload(ctx context.Context) error {
 	forever := time.Duration(-1)
 	for _, name := range s.preload.names {
 		t0 := time.Now()
-		in, err := s.infer.Acquire(ctx, name, api.Options{}, &forever)
+		in, err := s.infer.Acquire(ctx, name, ollamaapi.Options{}, &forever)
 		if err != nil {
 			return fmt.Errorf("preload %s: %w", name, err)
 		}

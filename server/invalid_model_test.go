@@ -13,8 +13,8 @@ import (
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -63,15 +63,15 @@ func TestCreateRefusesBrokenGGUF(t *testing.T) {
 		if err := ts.Client.CreateBlob(ctx, digest, bytes.NewReader(data), int64(len(data))); err != nil {
 			t.Fatalf("%s: upload: %v", tc.name, err)
 		}
-		err := ts.Client.Create(ctx, &api.CreateRequest{Model: "bad", Files: map[string]string{"x.gguf": digest}, Stream: tc.stream},
-			func(api.ProgressResponse) error { return nil })
+		err := ts.Client.Create(ctx, &ollamaapi.CreateRequest{Model: "bad", Files: map[string]string{"x.gguf": digest}, Stream: tc.stream},
+			func(ollamaapi.ProgressResponse) error { return nil })
 		var se client.StatusError
 		if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.Message, tc.want) {
 			t.Errorf("%s: create = %v, want a 400 containing %q", tc.name, err, tc.want)
 		}
 		// The same blob as "from".
-		err = ts.Client.Create(ctx, &api.CreateRequest{Model: "bad", From: "@" + digest, System: "hi"},
-			func(api.ProgressResponse) error { return nil })
+		err = ts.Client.Create(ctx, &ollamaapi.CreateRequest{Model: "bad", From: "@" + digest, System: "hi"},
+			func(ollamaapi.ProgressResponse) error { return nil })
 		if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.Message, "block_count") {
 			t.Errorf("%s: create from the blob = %v, want a 400 naming block_count", tc.name, err)
 		}
@@ -94,13 +94,13 @@ func TestCreateRefusesBrokenGGUF(t *testing.T) {
 
 	// The broken file in the directory: a 400 naming the key, the server
 	// keeps serving.
-	err = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "broken", Prompt: "Once", Options: map[string]any{"num_predict": 2}},
-		func(api.GenerateResponse) error { return nil })
+	err = ts.Client.Generate(ctx, &ollamaapi.GenerateRequest{Model: "broken", Prompt: "Once", Options: map[string]any{"num_predict": 2}},
+		func(ollamaapi.GenerateResponse) error { return nil })
 	var se client.StatusError
 	if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.Message, "llama.block_count is 4294967295") {
 		t.Errorf("generate with the broken model: %v", err)
 	}
-	if _, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "broken"}); !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest {
+	if _, err := ts.Client.Show(ctx, &ollamaapi.ShowRequest{Model: "broken"}); !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest {
 		t.Errorf("show of the broken model: %v", err)
 	}
 
@@ -109,13 +109,13 @@ func TestCreateRefusesBrokenGGUF(t *testing.T) {
 	if err := ts.Client.CreateBlob(ctx, digest, bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.Client.Create(ctx, &api.CreateRequest{Model: "good", Files: map[string]string{"x.gguf": digest}},
-		func(api.ProgressResponse) error { return nil }); err != nil {
+	if err := ts.Client.Create(ctx, &ollamaapi.CreateRequest{Model: "good", Files: map[string]string{"x.gguf": digest}},
+		func(ollamaapi.ProgressResponse) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	var text string
-	err = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "good", Prompt: "Once upon a time", Stream: ptr(false),
-		Options: map[string]any{"num_predict": 4, "temperature": 0}}, func(r api.GenerateResponse) error { text += r.Response; return nil })
+	err = ts.Client.Generate(ctx, &ollamaapi.GenerateRequest{Model: "good", Prompt: "Once upon a time", Stream: ptr(false),
+		Options: map[string]any{"num_predict": 4, "temperature": 0}}, func(r ollamaapi.GenerateResponse) error { text += r.Response; return nil })
 	if err != nil || text == "" {
 		t.Fatalf("generate with the valid model: %q, %v", text, err)
 	}
@@ -165,8 +165,8 @@ func TestUnknownArchitecture(t *testing.T) {
 		}
 	}
 
-	err := ts.Client.Generate(ctx, &api.GenerateRequest{Model: "alien", Prompt: "Once", Options: map[string]any{"num_predict": 2}},
-		func(api.GenerateResponse) error { return nil })
+	err := ts.Client.Generate(ctx, &ollamaapi.GenerateRequest{Model: "alien", Prompt: "Once", Options: map[string]any{"num_predict": 2}},
+		func(ollamaapi.GenerateResponse) error { return nil })
 	check("generate", err)
 
 	src := filepath.Join(t.TempDir(), "alien.gguf")
@@ -175,16 +175,16 @@ func TestUnknownArchitecture(t *testing.T) {
 	if err := ts.Client.CreateBlob(ctx, digest, bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
-	err = ts.Client.Create(ctx, &api.CreateRequest{Model: "alien2", Files: map[string]string{"x.gguf": digest}},
-		func(api.ProgressResponse) error { return nil })
+	err = ts.Client.Create(ctx, &ollamaapi.CreateRequest{Model: "alien2", Files: map[string]string{"x.gguf": digest}},
+		func(ollamaapi.ProgressResponse) error { return nil })
 	check("create from files", err)
-	err = ts.Client.Create(ctx, &api.CreateRequest{Model: "alien3", From: "@" + digest, Stream: ptr(false)},
-		func(api.ProgressResponse) error { return nil })
+	err = ts.Client.Create(ctx, &ollamaapi.CreateRequest{Model: "alien3", From: "@" + digest, Stream: ptr(false)},
+		func(ollamaapi.ProgressResponse) error { return nil })
 	check("create from the blob", err)
 
 	var text string
-	err = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Stream: ptr(false),
-		Options: map[string]any{"num_predict": 4, "temperature": 0}}, func(r api.GenerateResponse) error { text += r.Response; return nil })
+	err = ts.Client.Generate(ctx, &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Stream: ptr(false),
+		Options: map[string]any{"num_predict": 4, "temperature": 0}}, func(r ollamaapi.GenerateResponse) error { text += r.Response; return nil })
 	if err != nil || text == "" {
 		t.Fatalf("generate with the valid model after: %q, %v", text, err)
 	}

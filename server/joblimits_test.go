@@ -11,9 +11,9 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/auth"
 	"github.com/tadpole-llm/tadpole/server/jobs"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -82,7 +82,7 @@ func TestJobTokenLimit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			j := waitJob(t, ts, "", submitJob(t, ts, "", "/api/v1/ollama", tc.body).ID)
 			_, _, b := do(t, "GET", ts.URL+"/api/v1/ollama/"+j.ID+"/results", "", "")
-			var g api.GenerateResponse
+			var g ollamaapi.GenerateResponse
 			json.Unmarshal(b, &g)
 			if j.Status != 2 || g.EvalCount != tc.tokens || g.DoneReason != "length" || (!strings.HasPrefix(storiesContinuation, g.Response) && !strings.HasPrefix(g.Response, storiesContinuation)) {
 				t.Fatalf("job %+v: %s", j, b)

@@ -18,14 +18,14 @@ var dialects = []string{"ollama", "openai", "anura", "responses", "anthropic"}
 // translators are what dialects share of the translation (not dialects
 // themselves, which may import them): they keep the same distance from
 // the engine.
-var translators = []string{"ollamarun"}
+var translators = []string{"ollamagen"}
 
 // TestDialectsAreThin pins the request path's layering as server/doc.go
 // and the dialects' package docs state it (issues 21 and 36): a dialect
 // touches neither the engine (engine, its runner and its other
 // packages), nor the scheduler (server/sched): it goes through
 // server/infer; nor does it import another dialect (shared translation
-// lives in infer, dialect or ollamarun). engine/grammar is allowed: it
+// lives in infer, dialect or ollamagen). engine/grammar is allowed: it
 // is a pure translation of response formats into GBNF, the dialects'
 // own validation of them, and links nothing of llama.cpp.
 func TestDialectsAreThin(t *testing.T) {

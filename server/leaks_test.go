@@ -13,7 +13,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -104,8 +104,8 @@ func TestCreateErrorsNoBlobPath(t *testing.T) {
 // holder).
 func TestReadyzNamesWithoutKeys(t *testing.T) {
 	ts := startServer(t)
-	if err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "stories", Prompt: "Once", Options: greedyOpts(1)},
-		func(api.GenerateResponse) error { return nil }); err != nil {
+	if err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once", Options: greedyOpts(1)},
+		func(ollamaapi.GenerateResponse) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	code, _, b := do(t, "GET", ts.URL+"/readyz", "", "")

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // loraServer is startServer with the bigram model in the store as
@@ -33,8 +33,8 @@ func loraServer(t *testing.T) *testServer {
 	if err := ts.Client.CreateBlob(ctx, digest, bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.Client.Create(ctx, &api.CreateRequest{Model: "base", Files: map[string]string{"bigram.gguf": digest}},
-		func(api.ProgressResponse) error { return nil }); err != nil {
+	if err := ts.Client.Create(ctx, &ollamaapi.CreateRequest{Model: "base", Files: map[string]string{"bigram.gguf": digest}},
+		func(ollamaapi.ProgressResponse) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for name, changes := range map[string]map[string]string{"colors": testmodels.AdapterColors, "counter": testmodels.AdapterCount} {
@@ -46,8 +46,8 @@ func loraServer(t *testing.T) *testServer {
 		if err := ts.Client.CreateBlob(ctx, digest, bytes.NewReader(data), int64(len(data))); err != nil {
 			t.Fatal(err)
 		}
-		err := ts.Client.Create(ctx, &api.CreateRequest{Model: name, From: "base", Adapters: map[string]string{name + ".gguf": digest}},
-			func(api.ProgressResponse) error { return nil })
+		err := ts.Client.Create(ctx, &ollamaapi.CreateRequest{Model: name, From: "base", Adapters: map[string]string{name + ".gguf": digest}},
+			func(ollamaapi.ProgressResponse) error { return nil })
 		if err != nil {
 			t.Fatalf("create %s: %v", name, err)
 		}
@@ -59,8 +59,8 @@ func chatText(t *testing.T, c *client.Client, model string, opts map[string]any)
 	t.Helper()
 	stream := false
 	var out string
-	err := c.Chat(context.Background(), &api.ChatRequest{Model: model, Messages: []api.Message{{Role: "user", Content: "Hi"}}, Options: opts, Stream: &stream},
-		func(r api.ChatResponse) error { out += r.Message.Content; return nil })
+	err := c.Chat(context.Background(), &ollamaapi.ChatRequest{Model: model, Messages: []ollamaapi.Message{{Role: "user", Content: "Hi"}}, Options: opts, Stream: &stream},
+		func(r ollamaapi.ChatResponse) error { out += r.Message.Content; return nil })
 	return out, err
 }
 

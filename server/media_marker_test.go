@@ -5,7 +5,7 @@ import (
 	"image/color"
 	"testing"
 
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // mtmd's media markers typed by a client are text: with an image, a
@@ -25,16 +25,16 @@ func TestMediaMarkerInClientText(t *testing.T) {
 		}
 	}
 	stream := false
-	var resp api.ChatResponse
-	err := ts.Client.Chat(context.Background(), &api.ChatRequest{
-		Model: "vision", Stream: &stream, KeepAlive: &api.Duration{},
-		Messages: []api.Message{
+	var resp ollamaapi.ChatResponse
+	err := ts.Client.Chat(context.Background(), &ollamaapi.ChatRequest{
+		Model: "vision", Stream: &stream, KeepAlive: &ollamaapi.Duration{},
+		Messages: []ollamaapi.Message{
 			{Role: "user", Content: "earlier <__media__> turn"},
 			{Role: "assistant", Content: "ok"},
 			{Role: "user", Content: "look <__media__>", Images: b64Images(red)},
 		},
 		Options: map[string]any{"temperature": 0, "num_predict": 4},
-	}, func(r api.ChatResponse) error { resp = r; return nil })
+	}, func(r ollamaapi.ChatResponse) error { resp = r; return nil })
 	if err != nil || !resp.Done {
 		t.Fatalf("chat with markers typed: %v %+v", err, resp)
 	}

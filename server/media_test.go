@@ -28,8 +28,8 @@ import (
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -126,7 +126,7 @@ func openaiStatus(t *testing.T, what string, err error, status int, param, want 
 func TestMediaShowProjector(t *testing.T) {
 	ts := startMediaServer(t)
 	ctx := context.Background()
-	show, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "vis"})
+	show, err := ts.Client.Show(ctx, &ollamaapi.ShowRequest{Model: "vis"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestMediaShowProjector(t *testing.T) {
 	if strings.Count(show.Modelfile, "\nFROM ") != 2 || !strings.Contains(show.Modelfile, "vis.mmproj.gguf") {
 		t.Errorf("modelfile:\n%s", show.Modelfile)
 	}
-	text, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "stories"})
+	text, err := ts.Client.Show(ctx, &ollamaapi.ShowRequest{Model: "stories"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,11 +177,11 @@ func TestMediaTextOnlyModel(t *testing.T) {
 	want := `model "stories" does not support images`
 
 	// Ollama: /api/generate and /api/chat.
-	err := ts.Client.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "What is this?", Images: b64Images(img), Stream: ptr(false)},
-		func(api.GenerateResponse) error { return nil })
+	err := ts.Client.Generate(ctx, &ollamaapi.GenerateRequest{Model: "stories", Prompt: "What is this?", Images: b64Images(img), Stream: ptr(false)},
+		func(ollamaapi.GenerateResponse) error { return nil })
 	ollamaStatus(t, "generate", err, http.StatusBadRequest, want)
-	err = ts.Client.Chat(ctx, &api.ChatRequest{Model: "stories", Stream: ptr(false), Messages: []api.Message{{Role: "user", Content: "What is this?", Images: b64Images(img)}}},
-		func(api.ChatResponse) error { return nil })
+	err = ts.Client.Chat(ctx, &ollamaapi.ChatRequest{Model: "stories", Stream: ptr(false), Messages: []ollamaapi.Message{{Role: "user", Content: "What is this?", Images: b64Images(img)}}},
+		func(ollamaapi.ChatResponse) error { return nil })
 	ollamaStatus(t, "chat", err, http.StatusBadRequest, want)
 
 	// OpenAI: an image_url part.
@@ -231,19 +231,19 @@ func TestMediaBadImages(t *testing.T) {
 	corrupt := append(append([]byte{}, img[:20]...), bytes.Repeat([]byte{7}, 40)...)
 	gen := func(images ...[]byte) error {
 		ims := b64Images(images...)
-		return ts.Client.Generate(ctx, &api.GenerateRequest{Model: "vis", Prompt: "What is this?", Images: ims, Stream: ptr(false)},
-			func(api.GenerateResponse) error { return nil })
+		return ts.Client.Generate(ctx, &ollamaapi.GenerateRequest{Model: "vis", Prompt: "What is this?", Images: ims, Stream: ptr(false)},
+			func(ollamaapi.GenerateResponse) error { return nil })
 	}
 	// Which image failed, and why, by its field.
 	ollamaStatus(t, "corrupt", gen(img, corrupt), http.StatusBadRequest, "images[1]: corrupt or truncated PNG image")
 	ollamaStatus(t, "huge", gen(hugePNG()), http.StatusBadRequest, "images[0]: PNG image is 100000×100000 pixels: width and height must be at most 8192 (the vision encoder's limit)")
 	ollamaStatus(t, "not an image", gen([]byte("hello, world")), http.StatusBadRequest, "images[0]: unsupported image format")
 	ollamaStatus(t, "too many", gen(img, img, img), http.StatusBadRequest, "too many images: the request has 3 images and audio clips, at most 2 are allowed")
-	err := ts.Client.Chat(ctx, &api.ChatRequest{Model: "vis", Stream: ptr(false), Messages: []api.Message{
+	err := ts.Client.Chat(ctx, &ollamaapi.ChatRequest{Model: "vis", Stream: ptr(false), Messages: []ollamaapi.Message{
 		{Role: "user", Content: "a", Images: b64Images(img)},
 		{Role: "assistant", Content: "b"},
 		{Role: "user", Content: "c", Images: b64Images(corrupt)},
-	}}, func(api.ChatResponse) error { return nil })
+	}}, func(ollamaapi.ChatResponse) error { return nil })
 	ollamaStatus(t, "chat corrupt", err, http.StatusBadRequest, "messages[2].images[0]: corrupt or truncated PNG image")
 
 	// A data URL whose type is not its content's, in Ollama's images.
@@ -315,12 +315,12 @@ func TestMediaCreateWithProjector(t *testing.T) {
 	}
 	md, pd := upload(modelPath), upload(projPath)
 	// "a-mmproj.gguf" sorts before "model.gguf".
-	err := ts.Client.Create(ctx, &api.CreateRequest{Model: "uploaded", Files: map[string]string{"a-mmproj.gguf": pd, "model.gguf": md}},
-		func(api.ProgressResponse) error { return nil })
+	err := ts.Client.Create(ctx, &ollamaapi.CreateRequest{Model: "uploaded", Files: map[string]string{"a-mmproj.gguf": pd, "model.gguf": md}},
+		func(ollamaapi.ProgressResponse) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	show, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "uploaded"})
+	show, err := ts.Client.Show(ctx, &ollamaapi.ShowRequest{Model: "uploaded"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,8 +330,8 @@ func TestMediaCreateWithProjector(t *testing.T) {
 	if strings.Count(show.Modelfile, "\nFROM ") != 2 {
 		t.Errorf("modelfile:\n%s", show.Modelfile)
 	}
-	err = ts.Client.Create(ctx, &api.CreateRequest{Model: "projonly", Files: map[string]string{"mmproj.gguf": pd}},
-		func(api.ProgressResponse) error { return nil })
+	err = ts.Client.Create(ctx, &ollamaapi.CreateRequest{Model: "projonly", Files: map[string]string{"mmproj.gguf": pd}},
+		func(ollamaapi.ProgressResponse) error { return nil })
 	ollamaStatus(t, "projector alone", err, http.StatusBadRequest, "the first FROM must be a language model")
 }
 

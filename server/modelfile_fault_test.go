@@ -11,8 +11,8 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -31,8 +31,8 @@ func TestModelFileChangedAfterLoad(t *testing.T) {
 	ts := serveForTest(t, srv)
 	gen := func() (string, error) {
 		var out string
-		err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "m", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(12)},
-			func(r api.GenerateResponse) error { out = r.Response; return nil })
+		err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "m", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(12)},
+			func(r ollamaapi.GenerateResponse) error { out = r.Response; return nil })
 		return out, err
 	}
 	story, err := gen()
@@ -70,9 +70,9 @@ func TestModelFileChangedAfterLoad(t *testing.T) {
 	// (The idle instance of the previous version stays until its
 	// keep_alive ends: the store refuses the name before the scheduler is
 	// asked, so no request reaches it, and unloading it is only an unmap.)
-	var chat api.ChatResponse
-	if err := ts.Client.Chat(context.Background(), &api.ChatRequest{Model: "bigram", Messages: []api.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
-		func(r api.ChatResponse) error { chat = r; return nil }); err != nil || chat.Message.Content != testmodels.BigramAnswer {
+	var chat ollamaapi.ChatResponse
+	if err := ts.Client.Chat(context.Background(), &ollamaapi.ChatRequest{Model: "bigram", Messages: []ollamaapi.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
+		func(r ollamaapi.ChatResponse) error { chat = r; return nil }); err != nil || chat.Message.Content != testmodels.BigramAnswer {
 		t.Fatalf("another model after the truncation: %v %q", err, chat.Message.Content)
 	}
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -55,18 +55,18 @@ func TestModelLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	var statuses []string
-	err = ts.Client.Create(ctx, &api.CreateRequest{
+	err = ts.Client.Create(ctx, &ollamaapi.CreateRequest{
 		Model: "mystories", Files: map[string]string{"stories260K.gguf": digest},
 		System: "Tell a story.", Parameters: map[string]any{"temperature": 0, "num_predict": 12, "stop": []string{"Lily"}},
 		License: "MIT",
-	}, func(p api.ProgressResponse) error { statuses = append(statuses, p.Status); return nil })
+	}, func(p ollamaapi.ProgressResponse) error { statuses = append(statuses, p.Status); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if statuses[len(statuses)-1] != "success" {
 		t.Fatalf("create statuses %v", statuses)
 	}
-	show, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "mystories"})
+	show, err := ts.Client.Show(ctx, &ollamaapi.ShowRequest{Model: "mystories"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,9 +79,9 @@ func TestModelLifecycle(t *testing.T) {
 		t.Fatal("vocabulary shown without verbose")
 	}
 	// The model's parameters apply: greedy, 12 tokens at most, stop at "Lily".
-	var got api.GenerateResponse
-	err = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "mystories", Prompt: "Once upon a time", Raw: true, Stream: ptr(false)},
-		func(r api.GenerateResponse) error { got = r; return nil })
+	var got ollamaapi.GenerateResponse
+	err = ts.Client.Generate(ctx, &ollamaapi.GenerateRequest{Model: "mystories", Prompt: "Once upon a time", Raw: true, Stream: ptr(false)},
+		func(r ollamaapi.GenerateResponse) error { got = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,22 +89,22 @@ func TestModelLifecycle(t *testing.T) {
 		t.Fatalf("model parameters not applied: %q %s", got.Response, got.DoneReason)
 	}
 	// Copy, then delete the original: the copy still works.
-	if err := ts.Client.Copy(ctx, &api.CopyRequest{Source: "mystories", Destination: "tales:v2"}); err != nil {
+	if err := ts.Client.Copy(ctx, &ollamaapi.CopyRequest{Source: "mystories", Destination: "tales:v2"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.Client.Delete(ctx, &api.DeleteRequest{Model: "mystories"}); err != nil {
+	if err := ts.Client.Delete(ctx, &ollamaapi.DeleteRequest{Model: "mystories"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "mystories"}); err == nil {
+	if _, err := ts.Client.Show(ctx, &ollamaapi.ShowRequest{Model: "mystories"}); err == nil {
 		t.Fatal("deleted model still shown")
 	}
-	err = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "tales:v2", Prompt: "Once upon a time", Raw: true, Stream: ptr(false)},
-		func(r api.GenerateResponse) error { got = r; return nil })
+	err = ts.Client.Generate(ctx, &ollamaapi.GenerateRequest{Model: "tales:v2", Prompt: "Once upon a time", Raw: true, Stream: ptr(false)},
+		func(r ollamaapi.GenerateResponse) error { got = r; return nil })
 	if err != nil || got.Response != ", there was a little girl named " {
 		t.Fatalf("copy: %v %q", err, got.Response)
 	}
 	// A whole Modelfile (Tadpole's extra) FROM an existing model.
-	err = ts.Client.Create(ctx, &api.CreateRequest{Model: "short", From: "tales:v2", Parameters: map[string]any{"num_predict": 3}}, func(api.ProgressResponse) error { return nil })
+	err = ts.Client.Create(ctx, &ollamaapi.CreateRequest{Model: "short", From: "tales:v2", Parameters: map[string]any{"num_predict": 3}}, func(ollamaapi.ProgressResponse) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,24 +117,24 @@ func TestModelLifecycle(t *testing.T) {
 	if err := ts.Client.CreateBlob(ctx, sd, bytes.NewReader(sdata), int64(len(sdata))); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.Client.Create(ctx, &api.CreateRequest{Model: "small-q8", Files: map[string]string{"s.gguf": sd}, Quantize: "q8_0"}, func(api.ProgressResponse) error { return nil }); err != nil {
+	if err := ts.Client.Create(ctx, &ollamaapi.CreateRequest{Model: "small-q8", Files: map[string]string{"s.gguf": sd}, Quantize: "q8_0"}, func(ollamaapi.ProgressResponse) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if show, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "small-q8"}); err != nil || show.Details.QuantizationLevel != "Q8_0" {
+	if show, err := ts.Client.Show(ctx, &ollamaapi.ShowRequest{Model: "small-q8"}); err != nil || show.Details.QuantizationLevel != "Q8_0" {
 		t.Fatalf("quantized: %v %+v", err, show.Details)
 	}
 	// Bad input.
 	for _, tc := range []struct {
-		req  *api.CreateRequest
+		req  *ollamaapi.CreateRequest
 		code int
 	}{
-		{&api.CreateRequest{Model: "x", From: "/etc/passwd"}, 400},
-		{&api.CreateRequest{Model: "x", From: "nope"}, 400},
-		{&api.CreateRequest{Model: "x", Files: map[string]string{"a": "sha256:" + strings.Repeat("0", 64)}}, 400},
-		{&api.CreateRequest{Model: "x", From: "tales:v2", Parameters: map[string]any{"tempurature": 1}}, 400},
-		{&api.CreateRequest{Model: "../x", From: "tales:v2"}, 400},
+		{&ollamaapi.CreateRequest{Model: "x", From: "/etc/passwd"}, 400},
+		{&ollamaapi.CreateRequest{Model: "x", From: "nope"}, 400},
+		{&ollamaapi.CreateRequest{Model: "x", Files: map[string]string{"a": "sha256:" + strings.Repeat("0", 64)}}, 400},
+		{&ollamaapi.CreateRequest{Model: "x", From: "tales:v2", Parameters: map[string]any{"tempurature": 1}}, 400},
+		{&ollamaapi.CreateRequest{Model: "../x", From: "tales:v2"}, 400},
 	} {
-		err := ts.Client.Create(ctx, tc.req, func(api.ProgressResponse) error { return nil })
+		err := ts.Client.Create(ctx, tc.req, func(ollamaapi.ProgressResponse) error { return nil })
 		var se client.StatusError
 		if !asStatus(err, &se) || se.StatusCode != tc.code {
 			t.Errorf("create %+v: %v", tc.req, err)
@@ -143,7 +143,7 @@ func TestModelLifecycle(t *testing.T) {
 	if err := ts.Client.CreateBlob(ctx, "sha256:"+strings.Repeat("1", 64), strings.NewReader("data"), 4); err == nil {
 		t.Fatal("a blob with the wrong digest was accepted")
 	}
-	if err := ts.Client.Delete(ctx, &api.DeleteRequest{Model: "nope"}); err == nil {
+	if err := ts.Client.Delete(ctx, &ollamaapi.DeleteRequest{Model: "nope"}); err == nil {
 		t.Fatal("deleting an unknown model succeeded")
 	}
 }
@@ -157,8 +157,8 @@ func TestDeleteBusyModel(t *testing.T) {
 	go func() {
 		defer close(done)
 		n := 0
-		ts.Client.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once", Options: map[string]any{"num_predict": -1}},
-			func(api.GenerateResponse) error {
+		ts.Client.Generate(ctx, &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once", Options: map[string]any{"num_predict": -1}},
+			func(ollamaapi.GenerateResponse) error {
 				if n++; n == 1 {
 					close(started)
 				}
@@ -166,7 +166,7 @@ func TestDeleteBusyModel(t *testing.T) {
 			})
 	}()
 	<-started
-	err := ts.Client.Delete(context.Background(), &api.DeleteRequest{Model: "stories"})
+	err := ts.Client.Delete(context.Background(), &ollamaapi.DeleteRequest{Model: "stories"})
 	var se client.StatusError
 	if !asStatus(err, &se) || se.StatusCode != http.StatusConflict {
 		t.Fatalf("delete of a busy model: %v", err)
@@ -187,9 +187,9 @@ func TestPullPushFromLocalRegistry(t *testing.T) {
 	reg.PublishModel("library/chatty", "latest", data, "Be nice.")
 	ctx := context.Background()
 	name := reg.Host() + "/library/chatty"
-	var last api.ProgressResponse
+	var last ollamaapi.ProgressResponse
 	sawBytes := false
-	err := ts.Client.Pull(ctx, &api.PullRequest{Model: name, Insecure: true}, func(p api.ProgressResponse) error {
+	err := ts.Client.Pull(ctx, &ollamaapi.PullRequest{Model: name, Insecure: true}, func(p ollamaapi.ProgressResponse) error {
 		if p.Total > 0 && p.Completed > 0 {
 			sawBytes = true
 		}
@@ -202,20 +202,20 @@ func TestPullPushFromLocalRegistry(t *testing.T) {
 	if last.Status != "success" || !sawBytes {
 		t.Fatalf("pull progress: last %+v, bytes seen %v", last, sawBytes)
 	}
-	var chat api.ChatResponse
-	err = ts.Client.Chat(ctx, &api.ChatRequest{Model: name, Messages: []api.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
-		func(r api.ChatResponse) error { chat = r; return nil })
+	var chat ollamaapi.ChatResponse
+	err = ts.Client.Chat(ctx, &ollamaapi.ChatRequest{Model: name, Messages: []ollamaapi.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
+		func(r ollamaapi.ChatResponse) error { chat = r; return nil })
 	if err != nil || chat.Message.Content != testmodels.BigramAnswer {
 		t.Fatalf("chat with the pulled model: %v %q", err, chat.Message.Content)
 	}
 	// Push a copy back under another name.
-	if err := ts.Client.Copy(ctx, &api.CopyRequest{Source: name, Destination: reg.Host() + "/me/chatty:v1"}); err != nil {
+	if err := ts.Client.Copy(ctx, &ollamaapi.CopyRequest{Source: name, Destination: reg.Host() + "/me/chatty:v1"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.Client.Push(ctx, &api.PullRequest{Model: reg.Host() + "/me/chatty:v1", Insecure: true}, func(p api.ProgressResponse) error { last = p; return nil }); err != nil || last.Status != "success" {
+	if err := ts.Client.Push(ctx, &ollamaapi.PullRequest{Model: reg.Host() + "/me/chatty:v1", Insecure: true}, func(p ollamaapi.ProgressResponse) error { last = p; return nil }); err != nil || last.Status != "success" {
 		t.Fatalf("push: %v %+v", err, last)
 	}
-	if err := ts.Client.Pull(ctx, &api.PullRequest{Model: reg.Host() + "/library/missing", Insecure: true}, func(api.ProgressResponse) error { return nil }); err == nil {
+	if err := ts.Client.Pull(ctx, &ollamaapi.PullRequest{Model: reg.Host() + "/library/missing", Insecure: true}, func(ollamaapi.ProgressResponse) error { return nil }); err == nil {
 		t.Fatal("pulling a missing model succeeded")
 	}
 }
@@ -240,9 +240,9 @@ func TestOllamaLayoutStore(t *testing.T) {
 	if err != nil || len(list.Models) != 1 || list.Models[0].Name != "someone/tiny:q" || list.Models[0].Details.ParameterSize == "" {
 		t.Fatalf("list %v %+v", err, list)
 	}
-	var got api.GenerateResponse
-	err = ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "someone/tiny:q", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(30)},
-		func(r api.GenerateResponse) error { got = r; return nil })
+	var got ollamaapi.GenerateResponse
+	err = ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "someone/tiny:q", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(30)},
+		func(r ollamaapi.GenerateResponse) error { got = r; return nil })
 	if err != nil || !strings.HasPrefix(got.Response, storiesContinuation) {
 		t.Fatalf("%v %q", err, got.Response)
 	}
@@ -274,14 +274,14 @@ func TestAdapterRefused(t *testing.T) {
 		{"a model as adapter", digest, "general.type"},
 		{"another base's adapter", adigest, "does not fit the base model"},
 	} {
-		err := ts.Client.Create(ctx, &api.CreateRequest{Model: "withlora", From: "stories", Adapters: map[string]string{"lora.gguf": c.digest}},
-			func(api.ProgressResponse) error { return nil })
+		err := ts.Client.Create(ctx, &ollamaapi.CreateRequest{Model: "withlora", From: "stories", Adapters: map[string]string{"lora.gguf": c.digest}},
+			func(ollamaapi.ProgressResponse) error { return nil })
 		var se client.StatusError
 		if !asStatus(err, &se) || se.StatusCode != 400 || !strings.Contains(se.Message, c.want) || !strings.Contains(se.Message, "ADAPTER") {
 			t.Errorf("%s: %v, want a 400 naming %q", c.name, err, c.want)
 		}
 	}
-	if _, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "withlora"}); !client.IsNotFound(err) {
+	if _, err := ts.Client.Show(ctx, &ollamaapi.ShowRequest{Model: "withlora"}); !client.IsNotFound(err) {
 		t.Errorf("a refused create left a model: %v", err)
 	}
 }

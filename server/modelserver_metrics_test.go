@@ -17,7 +17,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 	"github.com/tadpole-llm/tadpole/server/telemetry"
 )
@@ -87,8 +87,8 @@ func TestModelServerMetrics(t *testing.T) {
 		wg.Go(func() {
 			// About a minute of generation each (context shifts included):
 			// they are cancelled long before.
-			ts.Client.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once upon a time",
-				Options: map[string]any{"temperature": 0, "num_predict": 100000}}, func(api.GenerateResponse) error { return nil })
+			ts.Client.Generate(ctx, &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once upon a time",
+				Options: map[string]any{"temperature": 0, "num_predict": 100000}}, func(ollamaapi.GenerateResponse) error { return nil })
 		})
 	}
 
@@ -137,8 +137,8 @@ func pollMetrics(t *testing.T, base string, ok func(map[string]float64) bool, wh
 // Without --metrics-compat only Tadpole's names are exported.
 func TestModelServerMetricsNoCompat(t *testing.T) {
 	ts := startServer(t)
-	if err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "stories", Prompt: "Once", Stream: ptr(false), Options: greedyOpts(3)},
-		func(api.GenerateResponse) error { return nil }); err != nil {
+	if err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once", Stream: ptr(false), Options: greedyOpts(3)},
+		func(ollamaapi.GenerateResponse) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	s := scrape(t, ts.URL, "model")

@@ -37,7 +37,7 @@ import (
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -135,8 +135,8 @@ func ask(t *testing.T, ts *testServer, model, prompt string, stream bool, opts m
 	t.Helper()
 	var a answer
 	var text strings.Builder
-	err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: model, Prompt: prompt, Raw: true, Stream: ptr(stream), Options: opts},
-		func(r api.GenerateResponse) error {
+	err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: model, Prompt: prompt, Raw: true, Stream: ptr(stream), Options: opts},
+		func(r ollamaapi.GenerateResponse) error {
 			text.WriteString(r.Response)
 			if r.Done {
 				a.promptEval, a.eval, a.reason = r.PromptEvalCount, r.EvalCount, r.DoneReason
@@ -228,7 +228,7 @@ func TestNewArchGenerate(t *testing.T) {
 	ts := newArchServer(t, dir, nil)
 	for _, a := range newArchs {
 		t.Run(a.name, func(t *testing.T) {
-			show, err := ts.Client.Show(context.Background(), &api.ShowRequest{Model: a.name})
+			show, err := ts.Client.Show(context.Background(), &ollamaapi.ShowRequest{Model: a.name})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,7 +20,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -383,7 +383,7 @@ func TestOpenAIModels(t *testing.T) {
 
 	// Names with slashes and colons: escaped by the SDK, or not.
 	const long = "hf.co/someone/tiny-bigram:Q8_0"
-	if err := ts.Client.Copy(ctx, &api.CopyRequest{Source: "bigram", Destination: long}); err != nil {
+	if err := ts.Client.Copy(ctx, &ollamaapi.CopyRequest{Source: "bigram", Destination: long}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := client.Models.Get(ctx, long)
@@ -714,8 +714,8 @@ func TestOpenAIDisconnectFreesSlot(t *testing.T) {
 	// A chat model whose answers never end: the bigram model with a
 	// template that passes the messages through, so "ping" is continued
 	// with " pong ping pong ..." until the client leaves.
-	err := ts.Client.Create(context.Background(), &api.CreateRequest{Model: "pingchat", From: "bigram", Template: "{{ range .Messages }}{{ .Content }}{{ end }}"},
-		func(api.ProgressResponse) error { return nil })
+	err := ts.Client.Create(context.Background(), &ollamaapi.CreateRequest{Model: "pingchat", From: "bigram", Template: "{{ range .Messages }}{{ .Content }}{{ end }}"},
+		func(ollamaapi.ProgressResponse) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -34,11 +34,11 @@ func TestServerPromptCache(t *testing.T) {
 	history := func(topic string) string {
 		return strings.Repeat("Once upon a time there was a little "+topic+" who lived in a big house. ", 8)
 	}
-	ask := func(ts *testServer, prompt string) api.GenerateResponse {
+	ask := func(ts *testServer, prompt string) ollamaapi.GenerateResponse {
 		t.Helper()
-		var last api.GenerateResponse
-		err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "stories", Prompt: prompt, Raw: true, Stream: ptr(false),
-			Options: map[string]any{"temperature": 0, "num_predict": 16}}, func(r api.GenerateResponse) error { last = r; return nil })
+		var last ollamaapi.GenerateResponse
+		err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "stories", Prompt: prompt, Raw: true, Stream: ptr(false),
+			Options: map[string]any{"temperature": 0, "num_predict": 16}}, func(r ollamaapi.GenerateResponse) error { last = r; return nil })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/auth"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -78,22 +78,22 @@ func TestAdminScope(t *testing.T) {
 	// The Ollama API client with an inference key: generation works, a
 	// copy is refused with the server's message.
 	user := keyClient(ts, "user-key")
-	if err := user.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once", Stream: ptr(false), Options: greedyOpts(2)}, func(api.GenerateResponse) error { return nil }); err != nil {
+	if err := user.Generate(ctx, &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once", Stream: ptr(false), Options: greedyOpts(2)}, func(ollamaapi.GenerateResponse) error { return nil }); err != nil {
 		t.Fatalf("generate with an inference key: %v", err)
 	}
 	var se *client.StatusError
-	if err := user.Copy(ctx, &api.CopyRequest{Source: "stories", Destination: "copied"}); !errors.As(err, &se) || se.StatusCode != 403 {
+	if err := user.Copy(ctx, &ollamaapi.CopyRequest{Source: "stories", Destination: "copied"}); !errors.As(err, &se) || se.StatusCode != 403 {
 		t.Fatalf("copy with an inference key: %v", err)
 	}
 	// An admin key manages models (and generates).
 	admin := keyClient(ts, "admin-key")
-	if err := admin.Copy(ctx, &api.CopyRequest{Source: "stories", Destination: "copied"}); err != nil {
+	if err := admin.Copy(ctx, &ollamaapi.CopyRequest{Source: "stories", Destination: "copied"}); err != nil {
 		t.Fatalf("copy with an admin key: %v", err)
 	}
-	if err := admin.Delete(ctx, &api.DeleteRequest{Model: "copied"}); err != nil {
+	if err := admin.Delete(ctx, &ollamaapi.DeleteRequest{Model: "copied"}); err != nil {
 		t.Fatalf("delete with an admin key: %v", err)
 	}
-	if err := admin.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once", Stream: ptr(false), Options: greedyOpts(2)}, func(api.GenerateResponse) error { return nil }); err != nil {
+	if err := admin.Generate(ctx, &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once", Stream: ptr(false), Options: greedyOpts(2)}, func(ollamaapi.GenerateResponse) error { return nil }); err != nil {
 		t.Fatalf("generate with an admin key: %v", err)
 	}
 }

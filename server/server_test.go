@@ -17,8 +17,8 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -88,7 +88,7 @@ func b64Images(images ...[]byte) []string {
 	return out
 }
 
-// jsonOf is v as JSON, for the RawMessage fields of package api (an
+// jsonOf is v as JSON, for the RawMessage fields of package ollamaapi (an
 // embedding's input).
 func jsonOf(v any) json.RawMessage {
 	b, err := json.Marshal(v)
@@ -115,10 +115,10 @@ func greedyOpts(n int) map[string]any {
 
 func TestGenerateNonStreaming(t *testing.T) {
 	ts := startServer(t)
-	var got api.GenerateResponse
-	err := ts.Client.Generate(context.Background(), &api.GenerateRequest{
+	var got ollamaapi.GenerateResponse
+	err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{
 		Model: "stories", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(30),
-	}, func(r api.GenerateResponse) error { got = r; return nil })
+	}, func(r ollamaapi.GenerateResponse) error { got = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,10 +133,10 @@ func TestGenerateNonStreaming(t *testing.T) {
 		t.Fatalf("context %d tokens, model %q", len(got.Context), got.Model)
 	}
 	// The returned context continues the text where it stopped.
-	var next api.GenerateResponse
-	err = ts.Client.Generate(context.Background(), &api.GenerateRequest{
+	var next ollamaapi.GenerateResponse
+	err = ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{
 		Model: "stories", Prompt: " She", Context: got.Context, Stream: ptr(false), Options: greedyOpts(5),
-	}, func(r api.GenerateResponse) error { next = r; return nil })
+	}, func(r ollamaapi.GenerateResponse) error { next = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,10 +151,10 @@ func TestGenerateNonStreaming(t *testing.T) {
 func TestGenerateStreaming(t *testing.T) {
 	ts := startServer(t)
 	var pieces []string
-	var last api.GenerateResponse
-	err := ts.Client.Generate(context.Background(), &api.GenerateRequest{
+	var last ollamaapi.GenerateResponse
+	err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{
 		Model: "stories", Prompt: "Once upon a time", Options: greedyOpts(30),
-	}, func(r api.GenerateResponse) error {
+	}, func(r ollamaapi.GenerateResponse) error {
 		if last.Done {
 			t.Error("a line after done")
 		}
@@ -201,11 +201,11 @@ func TestGenerateStopStrings(t *testing.T) {
 	ts := startServer(t)
 	for _, stream := range []bool{false, true} {
 		var text string
-		var last api.GenerateResponse
-		err := ts.Client.Generate(context.Background(), &api.GenerateRequest{
+		var last ollamaapi.GenerateResponse
+		err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{
 			Model: "stories", Prompt: "Once upon a time", Stream: ptr(stream),
 			Options: map[string]any{"temperature": 0, "num_predict": 40, "stop": []string{"tle gi"}},
-		}, func(r api.GenerateResponse) error { text += r.Response; last = r; return nil })
+		}, func(r ollamaapi.GenerateResponse) error { text += r.Response; last = r; return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,10 +217,10 @@ func TestGenerateStopStrings(t *testing.T) {
 
 func TestGenerateChatTemplateModel(t *testing.T) {
 	ts := startServer(t)
-	var got api.GenerateResponse
-	err := ts.Client.Generate(context.Background(), &api.GenerateRequest{
+	var got ollamaapi.GenerateResponse
+	err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{
 		Model: "bigram", Prompt: "Hi", Stream: ptr(false), Options: greedyOpts(50),
-	}, func(r api.GenerateResponse) error { got = r; return nil })
+	}, func(r ollamaapi.GenerateResponse) error { got = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,9 +228,9 @@ func TestGenerateChatTemplateModel(t *testing.T) {
 		t.Fatalf("%q (%s)", got.Response, got.DoneReason)
 	}
 	// raw skips the template: the counting prompt counts.
-	err = ts.Client.Generate(context.Background(), &api.GenerateRequest{
+	err = ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{
 		Model: "bigram", Prompt: testmodels.CountPrompt, Raw: true, Stream: ptr(false), Options: greedyOpts(50),
-	}, func(r api.GenerateResponse) error { got = r; return nil })
+	}, func(r ollamaapi.GenerateResponse) error { got = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,17 +241,17 @@ func TestGenerateChatTemplateModel(t *testing.T) {
 
 func TestLoadOnlyAndUnload(t *testing.T) {
 	ts := startServer(t)
-	var got api.GenerateResponse
-	err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "stories"},
-		func(r api.GenerateResponse) error { got = r; return nil })
+	var got ollamaapi.GenerateResponse
+	err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "stories"},
+		func(r ollamaapi.GenerateResponse) error { got = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !got.Done || got.DoneReason != "load" || len(ts.srv.sched.Loaded()) != 1 {
 		t.Fatalf("load only: %+v, %d loaded", got, len(ts.srv.sched.Loaded()))
 	}
-	err = ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "stories", KeepAlive: &api.Duration{Duration: 0}},
-		func(r api.GenerateResponse) error { got = r; return nil })
+	err = ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "stories", KeepAlive: &ollamaapi.Duration{Duration: 0}},
+		func(r ollamaapi.GenerateResponse) error { got = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	// The client surfaces the error with its status.
-	err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "nope", Prompt: "x"}, func(api.GenerateResponse) error { return nil })
+	err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "nope", Prompt: "x"}, func(ollamaapi.GenerateResponse) error { return nil })
 	var se client.StatusError
 	if !asStatus(err, &se) || se.StatusCode != 404 {
 		t.Fatalf("client error %v", err)
@@ -346,8 +346,8 @@ func TestCancelledStreamFreesSlot(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		n := 0
-		_ = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: map[string]any{"num_predict": -1}},
-			func(r api.GenerateResponse) error {
+		_ = ts.Client.Generate(ctx, &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: map[string]any{"num_predict": -1}},
+			func(r ollamaapi.GenerateResponse) error {
 				n++
 				if n == 3 {
 					cancel()
@@ -372,13 +372,13 @@ func TestCancelledStreamFreesSlot(t *testing.T) {
 
 func TestChat(t *testing.T) {
 	ts := startServer(t)
-	msgs := []api.Message{{Role: "system", Content: "You are a test."}, {Role: "user", Content: "Hi"}}
+	msgs := []ollamaapi.Message{{Role: "system", Content: "You are a test."}, {Role: "user", Content: "Hi"}}
 	for _, stream := range []bool{false, true} {
 		var content string
-		var last api.ChatResponse
+		var last ollamaapi.ChatResponse
 		lines := 0
-		err := ts.Client.Chat(context.Background(), &api.ChatRequest{Model: "bigram", Messages: msgs, Stream: ptr(stream), Options: greedyOpts(50)},
-			func(r api.ChatResponse) error {
+		err := ts.Client.Chat(context.Background(), &ollamaapi.ChatRequest{Model: "bigram", Messages: msgs, Stream: ptr(stream), Options: greedyOpts(50)},
+			func(r ollamaapi.ChatResponse) error {
 				lines++
 				content += r.Message.Content
 				last = r
@@ -398,16 +398,16 @@ func TestChat(t *testing.T) {
 		}
 	}
 	// Multi-turn: the second turn reuses the first turn's prefix.
-	chat := func(msgs []api.Message, opts map[string]any) api.ChatResponse {
-		var got api.ChatResponse
-		if err := ts.Client.Chat(context.Background(), &api.ChatRequest{Model: "bigram", Messages: msgs, Stream: ptr(false), Options: opts},
-			func(r api.ChatResponse) error { got = r; return nil }); err != nil {
+	chat := func(msgs []ollamaapi.Message, opts map[string]any) ollamaapi.ChatResponse {
+		var got ollamaapi.ChatResponse
+		if err := ts.Client.Chat(context.Background(), &ollamaapi.ChatRequest{Model: "bigram", Messages: msgs, Stream: ptr(false), Options: opts},
+			func(r ollamaapi.ChatResponse) error { got = r; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		return got
 	}
 	first := chat(msgs, greedyOpts(50))
-	turn2 := append(msgs, first.Message, api.Message{Role: "user", Content: "Again"})
+	turn2 := append(msgs, first.Message, ollamaapi.Message{Role: "user", Content: "Again"})
 	second := chat(turn2, greedyOpts(50))
 	// A window past the default context (256) is another instance, with a
 	// cold cache; a narrower window shares the default instance.
@@ -422,13 +422,13 @@ func TestChat(t *testing.T) {
 		t.Fatalf("second turn evaluated %d prompt tokens, a cold cache %d", second.PromptEvalCount, cold.PromptEvalCount)
 	}
 	// A model without a chat template gets ChatML; stories still answers.
-	var got api.ChatResponse
-	if err := ts.Client.Chat(context.Background(), &api.ChatRequest{Model: "stories", Messages: []api.Message{{Role: "user", Content: "Once upon a time"}}, Stream: ptr(false), Options: greedyOpts(8)},
-		func(r api.ChatResponse) error { got = r; return nil }); err != nil || got.EvalCount != 8 {
+	var got ollamaapi.ChatResponse
+	if err := ts.Client.Chat(context.Background(), &ollamaapi.ChatRequest{Model: "stories", Messages: []ollamaapi.Message{{Role: "user", Content: "Once upon a time"}}, Stream: ptr(false), Options: greedyOpts(8)},
+		func(r ollamaapi.ChatResponse) error { got = r; return nil }); err != nil || got.EvalCount != 8 {
 		t.Fatalf("stories chat: %v %+v", err, got)
 	}
 	// Load only.
-	if err := ts.Client.Chat(context.Background(), &api.ChatRequest{Model: "bigram"}, func(r api.ChatResponse) error { got = r; return nil }); err != nil || got.DoneReason != "load" {
+	if err := ts.Client.Chat(context.Background(), &ollamaapi.ChatRequest{Model: "bigram"}, func(r ollamaapi.ChatResponse) error { got = r; return nil }); err != nil || got.DoneReason != "load" {
 		t.Fatalf("load only: %v %+v", err, got)
 	}
 	// Bad roles and images are 400s.
@@ -450,7 +450,7 @@ func TestChat(t *testing.T) {
 
 func TestEmbed(t *testing.T) {
 	ts := startServer(t)
-	resp, err := ts.Client.Embed(context.Background(), &api.EmbedRequest{Model: "stories", Input: jsonOf([]string{"The cat sat.", "A dog ran."})})
+	resp, err := ts.Client.Embed(context.Background(), &ollamaapi.EmbedRequest{Model: "stories", Input: jsonOf([]string{"The cat sat.", "A dog ran."})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,11 +464,11 @@ func TestEmbed(t *testing.T) {
 	if norm < 0.999 || norm > 1.001 {
 		t.Fatalf("norm² %v", norm)
 	}
-	one, err := ts.Client.Embed(context.Background(), &api.EmbedRequest{Model: "stories", Input: jsonOf("The cat sat."), Dimensions: 16})
+	one, err := ts.Client.Embed(context.Background(), &ollamaapi.EmbedRequest{Model: "stories", Input: jsonOf("The cat sat."), Dimensions: 16})
 	if err != nil || len(one.Embeddings) != 1 || len(one.Embeddings[0]) != 16 {
 		t.Fatalf("dimensions: %v %+v", err, one)
 	}
-	legacy, err := ts.Client.Embeddings(context.Background(), &api.EmbeddingRequest{Model: "stories", Prompt: "The cat sat."})
+	legacy, err := ts.Client.Embeddings(context.Background(), &ollamaapi.EmbeddingRequest{Model: "stories", Prompt: "The cat sat."})
 	if err != nil || len(legacy.Embedding) != 64 {
 		t.Fatalf("legacy: %v %d", err, len(legacy.Embedding))
 	}
@@ -489,7 +489,7 @@ func TestEmbed(t *testing.T) {
 func TestPs(t *testing.T) {
 	ts := startServer(t)
 	for _, m := range []string{"stories", "bigram"} {
-		if err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: m, KeepAlive: &api.Duration{Duration: time.Hour}}, func(api.GenerateResponse) error { return nil }); err != nil {
+		if err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: m, KeepAlive: &ollamaapi.Duration{Duration: time.Hour}}, func(ollamaapi.GenerateResponse) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -528,7 +528,7 @@ func TestPs(t *testing.T) {
 		t.Fatalf("extras %+v", raw.Models[0].Tadpole)
 	}
 	// keep_alive 0 unloads.
-	if err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "stories", KeepAlive: &api.Duration{Duration: 0}}, func(api.GenerateResponse) error { return nil }); err != nil {
+	if err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "stories", KeepAlive: &ollamaapi.Duration{Duration: 0}}, func(ollamaapi.GenerateResponse) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if ps, _ := ts.Client.Ps(context.Background()); len(ps.Models) != 1 {
@@ -539,11 +539,11 @@ func TestPs(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	ts := startServer(t)
 	for i := 0; i < 3; i++ {
-		if err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(5)}, func(api.GenerateResponse) error { return nil }); err != nil {
+		if err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Stream: ptr(false), Options: greedyOpts(5)}, func(ollamaapi.GenerateResponse) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "nope", Prompt: "x"}, func(api.GenerateResponse) error { return nil })
+	ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "nope", Prompt: "x"}, func(ollamaapi.GenerateResponse) error { return nil })
 	resp, err := http.Get(ts.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)

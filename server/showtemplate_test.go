@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // /api/show gives a model without a template Ollama's default, the bare
@@ -17,7 +17,7 @@ func TestShowDefaultTemplate(t *testing.T) {
 		{"stories", "{{ .Prompt }}"},
 		{"bigram", "<|im_start|>"},
 	} {
-		resp, err := ts.Client.Show(context.Background(), &api.ShowRequest{Model: tc.model})
+		resp, err := ts.Client.Show(context.Background(), &ollamaapi.ShowRequest{Model: tc.model})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,8 +27,8 @@ func TestShowDefaultTemplate(t *testing.T) {
 	}
 	// The bare prompt is what the model is sent: the story continues.
 	var got string
-	err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: "stories", Prompt: "Once upon a time",
-		Stream: new(false), Options: greedyOpts(16)}, func(r api.GenerateResponse) error { got += r.Response; return nil })
+	err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once upon a time",
+		Stream: new(false), Options: greedyOpts(16)}, func(r ollamaapi.GenerateResponse) error { got += r.Response; return nil })
 	if err != nil || !strings.HasPrefix(storiesContinuation, got) || got == "" {
 		t.Fatalf("generate: %q %v", got, err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -34,8 +34,8 @@ func TestServerDraftModel(t *testing.T) {
 	}
 	gen := func(ts *testServer, model string, temp float64) (string, error) {
 		var out strings.Builder
-		err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: model, Prompt: "Once upon a time", Stream: ptr(false),
-			Options: map[string]any{"temperature": temp, "seed": 5, "num_predict": 40}}, func(r api.GenerateResponse) error {
+		err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: model, Prompt: "Once upon a time", Stream: ptr(false),
+			Options: map[string]any{"temperature": temp, "seed": 5, "num_predict": 40}}, func(r ollamaapi.GenerateResponse) error {
 			out.WriteString(r.Response)
 			return nil
 		})
@@ -93,8 +93,8 @@ func TestServerModelfileDraft(t *testing.T) {
 		for k, v := range opts {
 			o[k] = v
 		}
-		err := ts.Client.Generate(context.Background(), &api.GenerateRequest{Model: model, Prompt: "ping", Raw: true, Stream: ptr(false), Options: o},
-			func(r api.GenerateResponse) error {
+		err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: model, Prompt: "ping", Raw: true, Stream: ptr(false), Options: o},
+			func(r ollamaapi.GenerateResponse) error {
 				out.WriteString(r.Response)
 				return nil
 			})

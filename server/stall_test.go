@@ -13,7 +13,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -54,7 +54,7 @@ func TestStalledReaderLosesItsSlot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Load the model first.
-	if err := client.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once", Options: greedyOpts(1)}, func(api.GenerateResponse) error { return nil }); err != nil {
+	if err := client.Generate(ctx, &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once", Options: greedyOpts(1)}, func(ollamaapi.GenerateResponse) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	busy := func() int {
@@ -85,8 +85,8 @@ func TestStalledReaderLosesItsSlot(t *testing.T) {
 	// Another client streams a whole answer while the stalled one holds
 	// its slot.
 	var text strings.Builder
-	var final api.GenerateResponse
-	err = client.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: greedyOpts(64)}, func(r api.GenerateResponse) error {
+	var final ollamaapi.GenerateResponse
+	err = client.Generate(ctx, &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: greedyOpts(64)}, func(r ollamaapi.GenerateResponse) error {
 		text.WriteString(r.Response)
 		if r.Done {
 			final = r

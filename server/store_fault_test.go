@@ -22,7 +22,7 @@ import (
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -171,7 +171,7 @@ func TestKillDuringPull(t *testing.T) {
 	close(stall)
 	ts := startStoreServer(t, dir, func(c *Config) { c.AllowRegistries = []string{reg.Host()} })
 	ctx := context.Background()
-	if err := ts.Client.Pull(ctx, &api.PullRequest{Model: name, Insecure: true}, func(api.ProgressResponse) error { return nil }); err != nil {
+	if err := ts.Client.Pull(ctx, &ollamaapi.PullRequest{Model: name, Insecure: true}, func(ollamaapi.ProgressResponse) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	reg.Mu.Lock()
@@ -184,9 +184,9 @@ func TestKillDuringPull(t *testing.T) {
 	if _, err := os.Stat(partial); err == nil {
 		t.Fatal("the partial file outlived the completed pull")
 	}
-	var chat api.ChatResponse
-	err = ts.Client.Chat(ctx, &api.ChatRequest{Model: name, Messages: []api.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
-		func(r api.ChatResponse) error { chat = r; return nil })
+	var chat ollamaapi.ChatResponse
+	err = ts.Client.Chat(ctx, &ollamaapi.ChatRequest{Model: name, Messages: []ollamaapi.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
+		func(r ollamaapi.ChatResponse) error { chat = r; return nil })
 	if err != nil || chat.Message.Content != testmodels.BigramAnswer {
 		t.Fatalf("chat with the resumed model: %v %q", err, chat.Message.Content)
 	}
@@ -238,9 +238,9 @@ func TestKillDuringCreate(t *testing.T) {
 		}
 	}
 	ts := startStoreServer(t, dir, nil)
-	var chat api.ChatResponse
-	err := ts.Client.Chat(context.Background(), &api.ChatRequest{Model: "loop", Messages: []api.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
-		func(r api.ChatResponse) error { chat = r; return nil })
+	var chat ollamaapi.ChatResponse
+	err := ts.Client.Chat(context.Background(), &ollamaapi.ChatRequest{Model: "loop", Messages: []ollamaapi.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
+		func(r ollamaapi.ChatResponse) error { chat = r; return nil })
 	if err != nil || chat.Message.Content != testmodels.BigramAnswer {
 		t.Fatalf("chat with the model: %v %q", err, chat.Message.Content)
 	}
@@ -310,9 +310,9 @@ func TestModelsDiskFull(t *testing.T) {
 			t.Errorf("a temporary file stayed: %s", de.Name())
 		}
 	}
-	var chat api.ChatResponse
-	err := ts.Client.Chat(ctx, &api.ChatRequest{Model: "small", Messages: []api.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
-		func(r api.ChatResponse) error { chat = r; return nil })
+	var chat ollamaapi.ChatResponse
+	err := ts.Client.Chat(ctx, &ollamaapi.ChatRequest{Model: "small", Messages: []ollamaapi.Message{{Role: "user", Content: "Hi"}}, Stream: ptr(false), Options: greedyOpts(40)},
+		func(r ollamaapi.ChatResponse) error { chat = r; return nil })
 	if err != nil || chat.Message.Content != testmodels.BigramAnswer {
 		t.Fatalf("chat with the model on the full disk: %v %q", err, chat.Message.Content)
 	}

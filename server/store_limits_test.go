@@ -17,8 +17,8 @@ import (
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -212,7 +212,7 @@ func TestDiskLimits(t *testing.T) {
 		t.Errorf("refused writes left %v", after)
 	}
 	// Streamed, the refusal is the stream's error line.
-	err := ts.Client.Pull(context.Background(), &api.PullRequest{Model: reg.Host() + "/library/tiny", Insecure: true}, func(api.ProgressResponse) error { return nil })
+	err := ts.Client.Pull(context.Background(), &ollamaapi.PullRequest{Model: reg.Host() + "/library/tiny", Insecure: true}, func(ollamaapi.ProgressResponse) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "--min-free-disk") {
 		t.Errorf("streamed pull below the floor: %v", err)
 	}

@@ -20,8 +20,8 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -99,7 +99,7 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("list over https: %+v %v", list, err)
 	}
 	var got string
-	err = oc.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: greedyOpts(5)}, func(r api.GenerateResponse) error {
+	err = oc.Generate(ctx, &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Options: greedyOpts(5)}, func(r ollamaapi.GenerateResponse) error {
 		got += r.Response
 		return nil
 	})

@@ -17,8 +17,8 @@ import (
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -41,8 +41,8 @@ func startToolServer(t *testing.T) *testServer {
 const weatherTool = `{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
 	"parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}`
 
-func ollamaWeatherTool(t *testing.T) api.Tool {
-	var tool api.Tool
+func ollamaWeatherTool(t *testing.T) ollamaapi.Tool {
+	var tool ollamaapi.Tool
 	if err := json.Unmarshal([]byte(weatherTool), &tool); err != nil {
 		t.Fatal(err)
 	}
@@ -55,13 +55,13 @@ func ollamaWeatherTool(t *testing.T) api.Tool {
 func TestOllamaToolCalling(t *testing.T) {
 	ts := startToolServer(t)
 	ctx := context.Background()
-	msgs := []api.Message{{Role: "user", Content: "What is the weather in Paris?"}}
+	msgs := []ollamaapi.Message{{Role: "user", Content: "What is the weather in Paris?"}}
 	for _, stream := range []bool{false, true} {
 		var content, thinking strings.Builder
-		var calls []api.ToolCall
-		err := ts.Client.Chat(ctx, &api.ChatRequest{
-			Model: "script", Messages: msgs, Tools: []api.Tool{ollamaWeatherTool(t)}, Stream: ptr(stream), Options: greedyOpts(40),
-		}, func(r api.ChatResponse) error {
+		var calls []ollamaapi.ToolCall
+		err := ts.Client.Chat(ctx, &ollamaapi.ChatRequest{
+			Model: "script", Messages: msgs, Tools: []ollamaapi.Tool{ollamaWeatherTool(t)}, Stream: ptr(stream), Options: greedyOpts(40),
+		}, func(r ollamaapi.ChatResponse) error {
 			if strings.Contains(r.Message.Content, "<") {
 				t.Errorf("markup in content chunk %q", r.Message.Content)
 			}
@@ -91,14 +91,14 @@ func TestOllamaToolCalling(t *testing.T) {
 		if stream {
 			// The tool result goes back; the model answers from it.
 			msgs = append(msgs,
-				api.Message{Role: "assistant", Thinking: thinking.String(), ToolCalls: calls},
-				api.Message{Role: "tool", Content: "sunny, 22 °C", ToolName: c.Name})
+				ollamaapi.Message{Role: "assistant", Thinking: thinking.String(), ToolCalls: calls},
+				ollamaapi.Message{Role: "tool", Content: "sunny, 22 °C", ToolName: c.Name})
 		}
 	}
-	var final api.ChatResponse
-	err := ts.Client.Chat(ctx, &api.ChatRequest{
-		Model: "script", Messages: msgs, Tools: []api.Tool{ollamaWeatherTool(t)}, Stream: ptr(false), Options: greedyOpts(40),
-	}, func(r api.ChatResponse) error { final = r; return nil })
+	var final ollamaapi.ChatResponse
+	err := ts.Client.Chat(ctx, &ollamaapi.ChatRequest{
+		Model: "script", Messages: msgs, Tools: []ollamaapi.Tool{ollamaWeatherTool(t)}, Stream: ptr(false), Options: greedyOpts(40),
+	}, func(r ollamaapi.ChatResponse) error { final = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,11 +108,11 @@ func TestOllamaToolCalling(t *testing.T) {
 
 	// think false: the template switches thinking off; the call comes at
 	// once and no thinking is returned.
-	var got api.ChatResponse
-	err = ts.Client.Chat(ctx, &api.ChatRequest{
-		Model: "script", Messages: msgs[:1], Tools: []api.Tool{ollamaWeatherTool(t)}, Stream: ptr(false), Options: greedyOpts(40),
+	var got ollamaapi.ChatResponse
+	err = ts.Client.Chat(ctx, &ollamaapi.ChatRequest{
+		Model: "script", Messages: msgs[:1], Tools: []ollamaapi.Tool{ollamaWeatherTool(t)}, Stream: ptr(false), Options: greedyOpts(40),
 		Think: json.RawMessage("false"),
-	}, func(r api.ChatResponse) error { got = r; return nil })
+	}, func(r ollamaapi.ChatResponse) error { got = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +120,8 @@ func TestOllamaToolCalling(t *testing.T) {
 		t.Fatalf("think false: %+v", got.Message)
 	}
 	// Without tools the call is not parsed: it stays text.
-	err = ts.Client.Chat(ctx, &api.ChatRequest{Model: "script", Messages: msgs[:1], Stream: ptr(false), Options: greedyOpts(40)},
-		func(r api.ChatResponse) error { got = r; return nil })
+	err = ts.Client.Chat(ctx, &ollamaapi.ChatRequest{Model: "script", Messages: msgs[:1], Stream: ptr(false), Options: greedyOpts(40)},
+		func(r ollamaapi.ChatResponse) error { got = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,9 +129,9 @@ func TestOllamaToolCalling(t *testing.T) {
 		t.Fatalf("no tools: %+v", got.Message)
 	}
 	// /api/generate splits thinking off too.
-	var gen api.GenerateResponse
-	err = ts.Client.Generate(ctx, &api.GenerateRequest{Model: "script", Prompt: "Hi", Stream: ptr(true), Options: greedyOpts(40)},
-		func(r api.GenerateResponse) error {
+	var gen ollamaapi.GenerateResponse
+	err = ts.Client.Generate(ctx, &ollamaapi.GenerateRequest{Model: "script", Prompt: "Hi", Stream: ptr(true), Options: greedyOpts(40)},
+		func(r ollamaapi.GenerateResponse) error {
 			gen.Response += r.Response
 			gen.Thinking += r.Thinking
 			return nil
@@ -140,7 +140,7 @@ func TestOllamaToolCalling(t *testing.T) {
 		t.Fatalf("generate: %q thinking %q (%v)", gen.Response, gen.Thinking, err)
 	}
 	// /api/show lists what the template implies.
-	show, err := ts.Client.Show(ctx, &api.ShowRequest{Model: "script"})
+	show, err := ts.Client.Show(ctx, &ollamaapi.ShowRequest{Model: "script"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +148,8 @@ func TestOllamaToolCalling(t *testing.T) {
 		t.Fatalf("capabilities %s", caps)
 	}
 	// A model without thinking refuses think: true, as Ollama does.
-	err = ts.Client.Chat(ctx, &api.ChatRequest{Model: "bigram", Messages: msgs[:1], Stream: ptr(false), Think: json.RawMessage("true")},
-		func(api.ChatResponse) error { return nil })
+	err = ts.Client.Chat(ctx, &ollamaapi.ChatRequest{Model: "bigram", Messages: msgs[:1], Stream: ptr(false), Think: json.RawMessage("true")},
+		func(ollamaapi.ChatResponse) error { return nil })
 	var se client.StatusError
 	if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.Message, "does not support thinking") {
 		t.Fatalf("think on a model without thinking: %v", err)
@@ -319,10 +319,10 @@ func TestToolAndTemplateErrors(t *testing.T) {
 	})
 	asAPIError(t, err, http.StatusBadRequest, "", "tools[0].function.parameters")
 
-	var tool api.Tool
+	var tool ollamaapi.Tool
 	json.Unmarshal([]byte(`{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "required": "city"}}}`), &tool)
-	err = ts.Client.Chat(ctx, &api.ChatRequest{Model: "script", Messages: []api.Message{{Role: "user", Content: "Hi"}}, Tools: []api.Tool{tool}},
-		func(api.ChatResponse) error { return nil })
+	err = ts.Client.Chat(ctx, &ollamaapi.ChatRequest{Model: "script", Messages: []ollamaapi.Message{{Role: "user", Content: "Hi"}}, Tools: []ollamaapi.Tool{tool}},
+		func(ollamaapi.ChatResponse) error { return nil })
 	var se client.StatusError
 	if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest || !strings.Contains(se.Message, "tools[0]") {
 		t.Fatalf("invalid tool schema: %v", err)
@@ -345,8 +345,8 @@ func TestToolAndTemplateErrors(t *testing.T) {
 	dir := filepath.Dir(path)
 	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 256, KeepAlive: time.Minute, Threads: 1}})
 	ts2 := serveForTest(t, srv)
-	err = ts2.Client.Chat(ctx, &api.ChatRequest{Model: "raises", Stream: ptr(false),
-		Messages: []api.Message{{Role: "system", Content: "S"}, {Role: "user", Content: "Hi"}}}, func(api.ChatResponse) error { return nil })
+	err = ts2.Client.Chat(ctx, &ollamaapi.ChatRequest{Model: "raises", Stream: ptr(false),
+		Messages: []ollamaapi.Message{{Role: "system", Content: "S"}, {Role: "user", Content: "Hi"}}}, func(ollamaapi.ChatResponse) error { return nil })
 	if !asStatus(err, &se) || se.StatusCode != http.StatusBadRequest ||
 		!strings.Contains(se.Message, `"raises"`) || !strings.Contains(se.Message, "Greetings not supported") {
 		t.Fatalf("raising template: %v", err)

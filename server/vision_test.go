@@ -16,7 +16,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -57,15 +57,15 @@ func solidPNG(t *testing.T, size int, c color.NRGBA) []byte {
 }
 
 // visionGenerate runs a non-streamed greedy /api/generate.
-func visionGenerate(t *testing.T, ts *testServer, prompt string, keepAlive time.Duration, images ...[]byte) api.GenerateResponse {
+func visionGenerate(t *testing.T, ts *testServer, prompt string, keepAlive time.Duration, images ...[]byte) ollamaapi.GenerateResponse {
 	t.Helper()
 	imgs := b64Images(images...)
 	stream := false
-	var resp api.GenerateResponse
-	err := ts.Client.Generate(context.Background(), &api.GenerateRequest{
-		Model: "vision", Prompt: prompt, Images: imgs, Stream: &stream, KeepAlive: &api.Duration{Duration: keepAlive},
+	var resp ollamaapi.GenerateResponse
+	err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{
+		Model: "vision", Prompt: prompt, Images: imgs, Stream: &stream, KeepAlive: &ollamaapi.Duration{Duration: keepAlive},
 		Options: map[string]any{"temperature": 0, "num_predict": 12},
-	}, func(r api.GenerateResponse) error { resp = r; return nil })
+	}, func(r ollamaapi.GenerateResponse) error { resp = r; return nil })
 	if err != nil {
 		t.Fatalf("generate %q with %d image(s): %v", prompt, len(images), err)
 	}
@@ -88,7 +88,7 @@ func TestVision(t *testing.T) {
 	withRed := visionGenerate(t, ts, "What is this?", 0, red)
 	twoRed := visionGenerate(t, ts, "What is this?", 0, red, red)
 	for _, c := range []struct {
-		r      api.GenerateResponse
+		r      ollamaapi.GenerateResponse
 		images int
 	}{{plain, 0}, {withRed, 1}, {twoRed, 2}} {
 		text := len(c.r.Context) - c.r.EvalCount
@@ -144,11 +144,11 @@ func TestVision(t *testing.T) {
 	// Chat: Ollama's images on a message and OpenAI's image_url part give
 	// the same prompt, so the same greedy answer.
 	stream := false
-	var chat api.ChatResponse
-	err := ts.Client.Chat(context.Background(), &api.ChatRequest{
+	var chat ollamaapi.ChatResponse
+	err := ts.Client.Chat(context.Background(), &ollamaapi.ChatRequest{
 		Model: "vision", Stream: &stream, Options: map[string]any{"temperature": 0, "num_predict": 8},
-		Messages: []api.Message{{Role: "user", Content: "What colour?", Images: b64Images(red)}},
-	}, func(r api.ChatResponse) error { chat = r; return nil })
+		Messages: []ollamaapi.Message{{Role: "user", Content: "What colour?", Images: b64Images(red)}},
+	}, func(r ollamaapi.ChatResponse) error { chat = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,13 +184,13 @@ func TestVision(t *testing.T) {
 }
 
 // generateErr runs a greedy /api/generate and returns its error.
-func generateErr(ts *testServer, model, prompt string, images ...[]byte) (api.GenerateResponse, error) {
+func generateErr(ts *testServer, model, prompt string, images ...[]byte) (ollamaapi.GenerateResponse, error) {
 	imgs := b64Images(images...)
 	stream := false
-	var resp api.GenerateResponse
-	err := ts.Client.Generate(context.Background(), &api.GenerateRequest{
+	var resp ollamaapi.GenerateResponse
+	err := ts.Client.Generate(context.Background(), &ollamaapi.GenerateRequest{
 		Model: model, Prompt: prompt, Images: imgs, Stream: &stream, Options: map[string]any{"temperature": 0, "num_predict": 4},
-	}, func(r api.GenerateResponse) error { resp = r; return nil })
+	}, func(r ollamaapi.GenerateResponse) error { resp = r; return nil })
 	return resp, err
 }
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 var benchCmd = &command{
@@ -52,7 +52,7 @@ var benchCmd = &command{
 			}
 			b := &bench{c: c, model: args[0], prompt: *prompt, opts: opts}
 			start := time.Now()
-			if err := c.Generate(ctx, &api.GenerateRequest{Model: b.model, Options: opts}, func(api.GenerateResponse) error { return nil }); err != nil {
+			if err := c.Generate(ctx, &ollamaapi.GenerateRequest{Model: b.model, Options: opts}, func(ollamaapi.GenerateResponse) error { return nil }); err != nil {
 				return err
 			}
 			fmt.Printf("model %s loaded in %v\n", b.model, time.Since(start).Round(time.Millisecond))
@@ -119,11 +119,11 @@ func (b *bench) run(ctx context.Context, requests, concurrency int) *benchResult
 }
 
 // one sends one request and returns its metrics and time to first token.
-func (b *bench) one(ctx context.Context) (api.Metrics, time.Duration, error) {
+func (b *bench) one(ctx context.Context) (ollamaapi.Metrics, time.Duration, error) {
 	start := time.Now()
 	var ttft time.Duration
-	var last api.GenerateResponse
-	err := b.c.Generate(ctx, &api.GenerateRequest{Model: b.model, Prompt: b.prompt, Options: b.opts}, func(r api.GenerateResponse) error {
+	var last ollamaapi.GenerateResponse
+	err := b.c.Generate(ctx, &ollamaapi.GenerateRequest{Model: b.model, Prompt: b.prompt, Options: b.opts}, func(r ollamaapi.GenerateResponse) error {
 		if ttft == 0 && r.Response != "" {
 			ttft = time.Since(start)
 		}

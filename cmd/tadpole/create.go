@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 var createCmd = &command{
@@ -45,7 +45,7 @@ var createCmd = &command{
 			if err != nil {
 				return err
 			}
-			return c.Create(ctx, &api.CreateRequest{Model: args[0], Modelfile: text, Quantize: *quantize}, p.update)
+			return c.Create(ctx, &ollamaapi.CreateRequest{Model: args[0], Modelfile: text, Quantize: *quantize}, p.update)
 		}
 	},
 }
@@ -169,7 +169,7 @@ func uploadBlob(ctx context.Context, c *client.Client, path string, p *progress)
 	h := sha256.New()
 	report := func(status, key string) func(int64) {
 		return func(n int64) {
-			_ = p.update(api.ProgressResponse{Status: status, Digest: key, Total: size, Completed: n})
+			_ = p.update(ollamaapi.ProgressResponse{Status: status, Digest: key, Total: size, Completed: n})
 		}
 	}
 	if size > 0 {
@@ -184,7 +184,7 @@ func uploadBlob(ctx context.Context, c *client.Client, path string, p *progress)
 		return "", fmt.Errorf("check blob %s: %w", digest, err)
 	}
 	if has {
-		_ = p.update(api.ProgressResponse{Status: "using existing blob " + shortDigest(digest) + " for " + name})
+		_ = p.update(ollamaapi.ProgressResponse{Status: "using existing blob " + shortDigest(digest) + " for " + name})
 		return digest, nil
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {

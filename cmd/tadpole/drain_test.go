@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // drainArgs are the serve flags of the drain tests: the demo model
@@ -47,7 +47,7 @@ func (tl *timeline) mark(what string) {
 
 // streamLine is one NDJSON line of /api/generate and when it came.
 type streamLine struct {
-	resp api.GenerateResponse
+	resp ollamaapi.GenerateResponse
 	at   time.Time
 }
 

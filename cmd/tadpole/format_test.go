@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 func TestHumanBytes(t *testing.T) {
@@ -57,7 +57,7 @@ func TestHumanTime(t *testing.T) {
 func TestTables(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	var b bytes.Buffer
-	err := writeList(&b, []api.ListModel{
+	err := writeList(&b, []ollamaapi.ListModel{
 		{Name: "llama3.2:latest", Digest: "a80c4f17acd55265feec403c7aef86be0c25983ab279d83f3bcd3abbcb5b8b72", Size: 2_019_393_189, ModifiedAt: now.Add(-2 * time.Minute)},
 		{Name: "stories:latest", Digest: "sha256:0123456789abcdef", Size: 1_185_376, ModifiedAt: now.Add(-3 * 24 * time.Hour)},
 	}, now)
@@ -73,11 +73,11 @@ func TestTables(t *testing.T) {
 	}
 
 	b.Reset()
-	err = writePs(&b, []api.ProcessModel{
+	err = writePs(&b, []ollamaapi.ProcessModel{
 		{Name: "big:latest", Digest: "sha256:fedcba9876543210", Size: 48_000_000_000, SizeVRAM: 24_000_000_000, ContextLength: 8192, ExpiresAt: now.Add(4*time.Minute + 30*time.Second)},
 		{Name: "gpu:latest", Size: 5_400_000_000, SizeVRAM: 5_400_000_000, ContextLength: 4096, ExpiresAt: time.Date(2318, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{Name: "stories:latest", Size: 6_300_000, ContextLength: 256, ExpiresAt: now.Add(-time.Second),
-			Tadpole: &api.ProcessExtras{Processor: "100% CPU"}},
+			Tadpole: &ollamaapi.ProcessExtras{Processor: "100% CPU"}},
 	}, now)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestWordWrap(t *testing.T) {
 func TestProgressPlainLines(t *testing.T) {
 	var b bytes.Buffer
 	p := &progress{w: &b}
-	for _, r := range []api.ProgressResponse{
+	for _, r := range []ollamaapi.ProgressResponse{
 		{Status: "pulling manifest"},
 		{Status: "pulling manifest"}, // repeated: shown once
 		{Status: "pulling 0123456789ab", Digest: "sha256:0123456789ab", Total: 1000},

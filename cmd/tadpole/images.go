@@ -12,8 +12,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // Image files named in a typed prompt are attached to it, as `ollama
@@ -209,7 +209,7 @@ func (s *session) capabilities(ctx context.Context) ([]string, error) {
 	if s.caps != nil {
 		return s.caps, nil
 	}
-	resp, err := s.c.Show(ctx, &api.ShowRequest{Model: s.model})
+	resp, err := s.c.Show(ctx, &ollamaapi.ShowRequest{Model: s.model})
 	if err != nil {
 		return nil, err
 	}

@@ -23,8 +23,8 @@ import (
 	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -138,8 +138,8 @@ func apiGenerate(t *testing.T, c *client.Client, model, prompt string, images ..
 		imgs = append(imgs, base64.StdEncoding.EncodeToString(b))
 	}
 	var out strings.Builder
-	err := c.Generate(context.Background(), &api.GenerateRequest{Model: model, Prompt: prompt, Images: imgs, Stream: new(false), Options: greedy},
-		func(r api.GenerateResponse) error { out.WriteString(r.Response); return nil })
+	err := c.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: model, Prompt: prompt, Images: imgs, Stream: new(false), Options: greedy},
+		func(r ollamaapi.GenerateResponse) error { out.WriteString(r.Response); return nil })
 	if err != nil {
 		t.Fatalf("generate %q: %v", prompt, err)
 	}
@@ -299,24 +299,24 @@ func TestRunInteractiveImages(t *testing.T) {
 	red := testPNG(t, 32, color.NRGBA{200, 30, 30, 255})
 	writeFile(t, filepath.Join(dir, "red.png"), red)
 	img := base64.StdEncoding.EncodeToString(red)
-	chat := func(msgs ...api.Message) string {
+	chat := func(msgs ...ollamaapi.Message) string {
 		t.Helper()
 		var out strings.Builder
-		err := c.Chat(context.Background(), &api.ChatRequest{Model: "vision", Messages: msgs, Stream: new(false), Options: greedy},
-			func(r api.ChatResponse) error { out.WriteString(r.Message.Content); return nil })
+		err := c.Chat(context.Background(), &ollamaapi.ChatRequest{Model: "vision", Messages: msgs, Stream: new(false), Options: greedy},
+			func(r ollamaapi.ChatResponse) error { out.WriteString(r.Message.Content); return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
 		return out.String()
 	}
-	first := chat(api.Message{Role: "user", Content: "What colour?", Images: []string{img}})
-	second := chat(api.Message{Role: "user", Content: "What colour?", Images: []string{img}},
-		api.Message{Role: "assistant", Content: first}, api.Message{Role: "user", Content: "Sure?"})
-	if withoutImage := chat(api.Message{Role: "user", Content: "What colour?"}); withoutImage == first {
+	first := chat(ollamaapi.Message{Role: "user", Content: "What colour?", Images: []string{img}})
+	second := chat(ollamaapi.Message{Role: "user", Content: "What colour?", Images: []string{img}},
+		ollamaapi.Message{Role: "assistant", Content: first}, ollamaapi.Message{Role: "user", Content: "Sure?"})
+	if withoutImage := chat(ollamaapi.Message{Role: "user", Content: "What colour?"}); withoutImage == first {
 		t.Fatalf("the answer does not depend on the image: %q", first)
 	}
 	abs := filepath.Join(dir, "red.png")
-	third := chat(api.Message{Role: "user", Content: "what is it?", Images: []string{img}})
+	third := chat(ollamaapi.Message{Role: "user", Content: "what is it?", Images: []string{img}})
 
 	cmd := exec.Command(tadpoleBin, append(append([]string{"run", "--nowordwrap"}, greedyFlags...), "vision")...)
 	cmd.Env = ts.env()

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 func TestKeysNew(t *testing.T) {
@@ -224,7 +224,7 @@ func TestJobsSurviveKill(t *testing.T) {
 		if j.Attempts == 2 {
 			rerun++
 		}
-		var r api.GenerateResponse
+		var r ollamaapi.GenerateResponse
 		if code := d.call(t, "GET", "/api/v1/ollama/"+j.ID+"/results", secret, "", &r); code != 200 ||
 			!r.Done || r.EvalCount != tokens || !strings.HasPrefix(r.Response, ", there was a little girl named Lily.") {
 			t.Errorf("results of %s: %d %+v", j.ID, code, r.Metrics)

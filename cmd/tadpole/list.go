@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 var listCmd = &command{
@@ -87,7 +87,7 @@ func (t *table) writeTo(w io.Writer) error {
 	return err
 }
 
-func writeList(w io.Writer, models []api.ListModel, now time.Time) error {
+func writeList(w io.Writer, models []ollamaapi.ListModel, now time.Time) error {
 	t := newTable("NAME\tID\tSIZE\tMODIFIED\t")
 	for _, m := range models {
 		name := m.Name
@@ -99,7 +99,7 @@ func writeList(w io.Writer, models []api.ListModel, now time.Time) error {
 	return t.writeTo(w)
 }
 
-func writePs(w io.Writer, models []api.ProcessModel, now time.Time) error {
+func writePs(w io.Writer, models []ollamaapi.ProcessModel, now time.Time) error {
 	t := newTable("NAME\tID\tSIZE\tPROCESSOR\tCONTEXT\tUNTIL\t")
 	for _, m := range models {
 		name := m.Name
@@ -118,7 +118,7 @@ func writePs(w io.Writer, models []api.ProcessModel, now time.Time) error {
 // processor is where a loaded model runs: Tadpole's own answer when the
 // server gives one, else the share of its size in GPU memory, as Ollama
 // computes it.
-func processor(m api.ProcessModel) string {
+func processor(m ollamaapi.ProcessModel) string {
 	if m.Tadpole != nil && m.Tadpole.Processor != "" {
 		return m.Tadpole.Processor
 	}

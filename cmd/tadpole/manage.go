@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 var cpCmd = &command{
@@ -21,7 +21,7 @@ var cpCmd = &command{
 			if err != nil {
 				return err
 			}
-			if err := c.Copy(ctx, &api.CopyRequest{Source: args[0], Destination: args[1]}); err != nil {
+			if err := c.Copy(ctx, &ollamaapi.CopyRequest{Source: args[0], Destination: args[1]}); err != nil {
 				return err
 			}
 			fmt.Printf("copied '%s' to '%s'\n", args[0], args[1])
@@ -44,7 +44,7 @@ var rmCmd = &command{
 				if loaded, _ := isLoaded(ctx, c, name); loaded {
 					_ = unload(ctx, c, name)
 				}
-				if err := c.Delete(ctx, &api.DeleteRequest{Model: name}); err != nil {
+				if err := c.Delete(ctx, &ollamaapi.DeleteRequest{Model: name}); err != nil {
 					return err
 				}
 				fmt.Printf("deleted '%s'\n", name)
@@ -79,8 +79,8 @@ var stopCmd = &command{
 // unload asks the server to unload a model: a generate request without a
 // prompt and with keep_alive 0.
 func unload(ctx context.Context, c *client.Client, model string) error {
-	req := &api.GenerateRequest{Model: model, KeepAlive: &api.Duration{}}
-	return c.Generate(ctx, req, func(api.GenerateResponse) error { return nil })
+	req := &ollamaapi.GenerateRequest{Model: model, KeepAlive: &ollamaapi.Duration{}}
+	return c.Generate(ctx, req, func(ollamaapi.GenerateResponse) error { return nil })
 }
 
 // isLoaded reports whether /api/ps lists the model.

@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/jobs/pgtest"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // storiesModels is a models directory holding the smallest test model as
@@ -181,7 +181,7 @@ func TestPGReplicasExactlyOnce(t *testing.T) {
 			duplicated++
 			t.Errorf("job %s completed %d times", id, written[id])
 		}
-		var r api.GenerateResponse
+		var r ollamaapi.GenerateResponse
 		if code := b.call(t, "GET", "/api/v1/ollama/"+id+"/results", "", "", &r); code != 200 || !r.Done || r.EvalCount != tokens {
 			t.Errorf("results of %s through B: %d %+v", id, code, r.Metrics)
 		}
@@ -270,7 +270,7 @@ func TestPGDatabaseOutage(t *testing.T) {
 			t.Fatalf("%s %s with the database stopped: %d Retry-After %q %+v", c.method, c.path, resp.StatusCode, resp.Header.Get("Retry-After"), e)
 		}
 	}
-	var gen api.GenerateResponse
+	var gen ollamaapi.GenerateResponse
 	if code := d.call(t, "POST", "/api/generate", "", `{"model":"stories","prompt":"Once","stream":false,"options":{"num_predict":8}}`, &gen); code != 200 || !gen.Done {
 		t.Fatalf("generation with the database stopped: %d %+v", code, gen)
 	}
@@ -338,7 +338,7 @@ func TestPGUsageAcrossReplicas(t *testing.T) {
 	secret := lines[0]
 	a := startDaemon(t, append(pgServeArgs(t, models, url), "--api-keys-file", keysFile)...)
 	b := startDaemon(t, append(pgServeArgs(t, models, url), "--api-keys-file", keysFile)...)
-	var gen api.GenerateResponse
+	var gen ollamaapi.GenerateResponse
 	if code := a.call(t, "POST", "/api/generate", secret, `{"model":"stories","prompt":"Once","stream":false,"options":{"num_predict":8}}`, &gen); code != 200 || gen.EvalCount == 0 {
 		t.Fatalf("generate through A: %d %+v", code, gen)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // progress shows the status lines of pull, push and create: each status
@@ -39,7 +39,7 @@ func newProgress(f *os.File) *progress {
 }
 
 // update shows one status line of the server.
-func (p *progress) update(r api.ProgressResponse) error {
+func (p *progress) update(r ollamaapi.ProgressResponse) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	isBlob := r.Digest != "" && r.Total > 0
@@ -71,7 +71,7 @@ func (p *progress) done() {
 	p.endBlob()
 }
 
-func (p *progress) startBlob(r api.ProgressResponse) {
+func (p *progress) startBlob(r ollamaapi.ProgressResponse) {
 	p.digest, p.lastBlob, p.status = r.Digest, r.Digest, r.Status
 	p.start, p.startAt, p.shownTens = time.Now(), r.Completed, -1
 	if !p.tty {
@@ -91,7 +91,7 @@ func (p *progress) startBlob(r api.ProgressResponse) {
 	)
 }
 
-func (p *progress) setBlob(r api.ProgressResponse) {
+func (p *progress) setBlob(r ollamaapi.ProgressResponse) {
 	if p.bar != nil {
 		if r.Total != p.bar.GetMax64() {
 			p.bar.ChangeMax64(r.Total)
@@ -109,7 +109,7 @@ func (p *progress) setBlob(r api.ProgressResponse) {
 
 // plainLine is one line of a transfer for a file or pipe:
 // "pulling 1a2b3c4d5e6f  50% 1.2 MB/2.4 MB 3.1 MB/s 1s left".
-func (p *progress) plainLine(r api.ProgressResponse) string {
+func (p *progress) plainLine(r ollamaapi.ProgressResponse) string {
 	done := min(r.Completed, r.Total)
 	line := fmt.Sprintf("%s %3d%% %s/%s", r.Status, done*100/r.Total, humanBytes(done), humanBytes(r.Total))
 	el := time.Since(p.start)

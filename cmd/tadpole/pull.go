@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 var pullCmd = &command{
@@ -41,7 +41,7 @@ var pushCmd = &command{
 			}
 			p := newProgress(os.Stderr)
 			defer p.done()
-			return c.Push(ctx, &api.PullRequest{Model: args[0], Insecure: *insecure}, p.update)
+			return c.Push(ctx, &ollamaapi.PullRequest{Model: args[0], Insecure: *insecure}, p.update)
 		}
 	},
 }
@@ -50,5 +50,5 @@ var pushCmd = &command{
 func pull(ctx context.Context, c *client.Client, model string, insecure bool) error {
 	p := newProgress(os.Stderr)
 	defer p.done()
-	return c.Pull(ctx, &api.PullRequest{Model: model, Insecure: insecure}, p.update)
+	return c.Pull(ctx, &ollamaapi.PullRequest{Model: model, Insecure: insecure}, p.update)
 }

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 const replHelp = `Available commands:
@@ -248,7 +248,7 @@ func (s *session) show(ctx context.Context, args []string) error {
 		fmt.Fprint(s.out, showHelp)
 		return nil
 	}
-	resp, err := s.c.Show(ctx, &api.ShowRequest{Model: s.model})
+	resp, err := s.c.Show(ctx, &ollamaapi.ShowRequest{Model: s.model})
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tadpole-llm/tadpole/models"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 var runCmd = &command{
@@ -66,7 +66,7 @@ var runCmd = &command{
 				s.format = formatJSON(*format)
 			}
 			if *keepAlive != "" {
-				var d api.Duration
+				var d ollamaapi.Duration
 				if err := d.UnmarshalJSON([]byte(strconv.Quote(*keepAlive))); err != nil {
 					return fmt.Errorf("--keepalive: %w", err)
 				}
@@ -121,9 +121,9 @@ type session struct {
 	model     string
 	opts      map[string]any
 	system    string
-	messages  []api.Message
+	messages  []ollamaapi.Message
 	format    json.RawMessage
-	keepAlive *api.Duration
+	keepAlive *ollamaapi.Duration
 	verbose   bool
 	wrap      bool
 	out       *os.File
@@ -139,9 +139,9 @@ type session struct {
 // load loads the model (a chat request without messages), pulling it
 // first when the server lacks it, with a spinner on a terminal.
 func (s *session) load(ctx context.Context, insecure bool) error {
-	req := &api.ChatRequest{Model: s.model, Stream: new(false), KeepAlive: s.keepAlive, Options: s.opts}
+	req := &ollamaapi.ChatRequest{Model: s.model, Stream: new(false), KeepAlive: s.keepAlive, Options: s.opts}
 	stop := spinner(os.Stderr, "loading "+s.model)
-	err := s.c.Chat(ctx, req, func(api.ChatResponse) error { return nil })
+	err := s.c.Chat(ctx, req, func(ollamaapi.ChatResponse) error { return nil })
 	stop()
 	if client.IsNotFound(err) {
 		if err := pull(ctx, s.c, s.model, insecure); err != nil {
@@ -149,7 +149,7 @@ func (s *session) load(ctx context.Context, insecure bool) error {
 		}
 		stop := spinner(os.Stderr, "loading "+s.model)
 		defer stop()
-		err = s.c.Chat(ctx, req, func(api.ChatResponse) error { return nil })
+		err = s.c.Chat(ctx, req, func(ollamaapi.ChatResponse) error { return nil })
 	}
 	return err
 }
@@ -196,11 +196,11 @@ func (s *session) oneShot(ctx context.Context, piped, typed string, insecure boo
 // run does: the answer, then an empty line; with --verbose, the timings
 // of a finished answer on standard error.
 func (s *session) generate(ctx context.Context, prompt string, images []string) error {
-	req := &api.GenerateRequest{Model: s.model, Prompt: prompt, Images: images, Format: s.format, KeepAlive: s.keepAlive, Options: s.opts, Think: s.think}
+	req := &ollamaapi.GenerateRequest{Model: s.model, Prompt: prompt, Images: images, Format: s.format, KeepAlive: s.keepAlive, Options: s.opts, Think: s.think}
 	p := s.newPrinter()
 	defer p.stopSpin()
-	var last api.GenerateResponse
-	err := s.c.Generate(ctx, req, func(r api.GenerateResponse) error {
+	var last ollamaapi.GenerateResponse
+	err := s.c.Generate(ctx, req, func(r ollamaapi.GenerateResponse) error {
 		p.add(r.Thinking, r.Response)
 		last = r
 		return nil
@@ -222,18 +222,18 @@ func (s *session) generate(ctx context.Context, prompt string, images []string) 
 // joins the conversation only when the answer is complete; the images
 // stay on their message.
 func (s *session) ask(ctx context.Context, prompt string, images []string) error {
-	msgs := make([]api.Message, 0, len(s.messages)+2)
+	msgs := make([]ollamaapi.Message, 0, len(s.messages)+2)
 	if s.system != "" {
-		msgs = append(msgs, api.Message{Role: "system", Content: s.system})
+		msgs = append(msgs, ollamaapi.Message{Role: "system", Content: s.system})
 	}
 	msgs = append(msgs, s.messages...)
-	msgs = append(msgs, api.Message{Role: "user", Content: prompt, Images: images})
-	req := &api.ChatRequest{Model: s.model, Messages: msgs, Format: s.format, KeepAlive: s.keepAlive, Options: s.opts, Think: s.think}
+	msgs = append(msgs, ollamaapi.Message{Role: "user", Content: prompt, Images: images})
+	req := &ollamaapi.ChatRequest{Model: s.model, Messages: msgs, Format: s.format, KeepAlive: s.keepAlive, Options: s.opts, Think: s.think}
 
 	p := s.newPrinter()
 	defer p.stopSpin()
-	var last api.ChatResponse
-	err := s.c.Chat(ctx, req, func(r api.ChatResponse) error {
+	var last ollamaapi.ChatResponse
+	err := s.c.Chat(ctx, req, func(r ollamaapi.ChatResponse) error {
 		p.add(r.Message.Thinking, r.Message.Content)
 		last = r
 		return nil
@@ -243,8 +243,8 @@ func (s *session) ask(ctx context.Context, prompt string, images []string) error
 	if err != nil {
 		return explainTooLarge(err, images)
 	}
-	s.messages = append(s.messages, api.Message{Role: "user", Content: prompt, Images: images},
-		api.Message{Role: "assistant", Content: p.answer.String()})
+	s.messages = append(s.messages, ollamaapi.Message{Role: "user", Content: prompt, Images: images},
+		ollamaapi.Message{Role: "assistant", Content: p.answer.String()})
 	if s.verbose {
 		writeMetrics(os.Stderr, last.Metrics)
 	}
@@ -312,8 +312,8 @@ func (p *printer) endLine() {
 }
 
 // writeMetrics prints an answer's timings as `ollama run --verbose` does
-// (api.Metrics.Summary in Ollama): each line only when its value is set.
-func writeMetrics(w io.Writer, m api.Metrics) {
+// (ollamaapi.Metrics.Summary in Ollama): each line only when its value is set.
+func writeMetrics(w io.Writer, m ollamaapi.Metrics) {
 	if m.TotalDuration > 0 {
 		fmt.Fprintf(w, "total duration:       %v\n", m.TotalDuration)
 	}

@@ -19,8 +19,8 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/server"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 	"github.com/tadpole-llm/tadpole/server/telemetry"
 )
@@ -195,7 +195,7 @@ func parseServeFlags(args []string) (*serveOptions, error) {
 
 // schedConfig checks the scheduler's flags and returns its config.
 func (o *serveOptions) schedConfig() (sched.Config, error) {
-	var ka api.Duration
+	var ka ollamaapi.Duration
 	if err := ka.UnmarshalJSON([]byte(strconv.Quote(*o.keepAlive))); err != nil {
 		return sched.Config{}, fmt.Errorf("--keep-alive: %w", err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 var showCmd = &command{
@@ -42,7 +42,7 @@ var showCmd = &command{
 			if err != nil {
 				return err
 			}
-			resp, err := c.Show(ctx, &api.ShowRequest{Model: args[0], Verbose: *verbose && part == ""})
+			resp, err := c.Show(ctx, &ollamaapi.ShowRequest{Model: args[0], Verbose: *verbose && part == ""})
 			if err != nil {
 				return err
 			}
@@ -58,7 +58,7 @@ var showCmd = &command{
 
 // showPart is one text part of a show answer: modelfile, parameters,
 // template, system or license.
-func showPart(r *api.ShowResponse, part string) string {
+func showPart(r *ollamaapi.ShowResponse, part string) string {
 	switch part {
 	case "modelfile":
 		return r.Modelfile
@@ -84,7 +84,7 @@ func withNewline(s string) string {
 // writeShowInfo prints a model's summary in sections, as `ollama show`
 // does: Model, Capabilities, Parameters, System, License (first lines),
 // and with verbose every metadata key.
-func writeShowInfo(w io.Writer, r *api.ShowResponse, verbose bool) {
+func writeShowInfo(w io.Writer, r *ollamaapi.ShowResponse, verbose bool) {
 	section := func(title string, rows [][2]string) {
 		if len(rows) == 0 {
 			return

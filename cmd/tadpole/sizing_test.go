@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // Issue 24: serve with neither --parallel nor --context-length (nor their
@@ -35,8 +35,8 @@ func TestServeSizesFromMemory(t *testing.T) {
 	}
 	ctx := context.Background()
 	no := false
-	if err := c.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Stream: &no,
-		Options: map[string]any{"num_predict": 4, "temperature": 0}}, func(api.GenerateResponse) error { return nil }); err != nil {
+	if err := c.Generate(ctx, &ollamaapi.GenerateRequest{Model: "stories", Prompt: "Once upon a time", Stream: &no,
+		Options: map[string]any{"num_predict": 4, "temperature": 0}}, func(ollamaapi.GenerateResponse) error { return nil }); err != nil {
 		t.Fatalf("generate: %v\n%s", err, d.log())
 	}
 
@@ -98,15 +98,15 @@ func TestServeSizesFromMemory(t *testing.T) {
 		}
 		t.Logf("%s: %s", door, se.Message)
 	}
-	check("/api/generate", c.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: long, Stream: &no, Truncate: &no,
-		Options: map[string]any{"num_predict": 4}}, func(api.GenerateResponse) error { return nil }))
-	check("/api/chat", c.Chat(ctx, &api.ChatRequest{Model: "stories", Messages: []api.Message{{Role: "user", Content: long}},
-		Stream: &no, Truncate: &no, Options: map[string]any{"num_predict": 4}}, func(api.ChatResponse) error { return nil }))
+	check("/api/generate", c.Generate(ctx, &ollamaapi.GenerateRequest{Model: "stories", Prompt: long, Stream: &no, Truncate: &no,
+		Options: map[string]any{"num_predict": 4}}, func(ollamaapi.GenerateResponse) error { return nil }))
+	check("/api/chat", c.Chat(ctx, &ollamaapi.ChatRequest{Model: "stories", Messages: []ollamaapi.Message{{Role: "user", Content: long}},
+		Stream: &no, Truncate: &no, Options: map[string]any{"num_predict": 4}}, func(ollamaapi.ChatResponse) error { return nil }))
 	// Without truncate:false Ollama's behaviour stays: the prompt is cut
 	// to the context and the answer comes.
-	var got api.GenerateResponse
-	if err := c.Generate(ctx, &api.GenerateRequest{Model: "stories", Prompt: long, Stream: &no,
-		Options: map[string]any{"num_predict": 4}}, func(r api.GenerateResponse) error { got = r; return nil }); err != nil || !got.Done || got.PromptEvalCount >= 2048 {
+	var got ollamaapi.GenerateResponse
+	if err := c.Generate(ctx, &ollamaapi.GenerateRequest{Model: "stories", Prompt: long, Stream: &no,
+		Options: map[string]any{"num_predict": 4}}, func(r ollamaapi.GenerateResponse) error { got = r; return nil }); err != nil || !got.Done || got.PromptEvalCount >= 2048 {
 		b, _ := json.Marshal(got)
 		t.Fatalf("truncated: %v %s", err, b)
 	}

@@ -6,9 +6,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // Handler serves Anthropic's Messages API.
@@ -21,8 +21,8 @@ type Handler struct {
 // (server/infer/infertest).
 type Inference interface {
 	Generate(ctx context.Context, reqs ...*infer.Request) (*infer.Generation, error)
-	ModelOptions(model string) (api.Options, error)
-	ModelOptionsFrom(model string, base api.Options) (api.Options, error)
+	ModelOptions(model string) (ollamaapi.Options, error)
+	ModelOptionsFrom(model string, base ollamaapi.Options) (ollamaapi.Options, error)
 	CountTokens(ctx context.Context, req *infer.Request) (int, error)
 	Limits() infer.MediaLimits
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine/grammar"
 	"github.com/tadpole-llm/tadpole/models"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // minThinkingBudget is Anthropic's least budget_tokens. The budget is
@@ -98,11 +98,11 @@ func (h *Handler) prepare(ctx context.Context, r *MessagesRequest, count bool) (
 // non-Ollama door starts from them), the model's parameters, then
 // max_tokens, temperature, top_p, top_k and stop_sequences, each checked
 // against Anthropic's range and the option table's.
-func (h *Handler) options(r *MessagesRequest) (api.Options, error) {
+func (h *Handler) options(r *MessagesRequest) (ollamaapi.Options, error) {
 	if err := checkRanges(r); err != nil {
-		return api.Options{}, err
+		return ollamaapi.Options{}, err
 	}
-	base := api.DefaultOptions()
+	base := ollamaapi.DefaultOptions()
 	infer.OpenAIDefaults(&base)
 	opts, err := h.Infer.ModelOptionsFrom(r.Model, base)
 	if err != nil {
@@ -125,7 +125,7 @@ func (h *Handler) options(r *MessagesRequest) (api.Options, error) {
 // checkRanges checks the numbers and stop sequences before anything
 // reaches the engine: max_tokens 1..num_predict's bound, temperature
 // 0..1 (Anthropic's range), top_p 0..1, top_k 0..top_k's bound, at most
-// api.MaxStops stop sequences of at most api.MaxStopBytes bytes each.
+// ollamaapi.MaxStops stop sequences of at most ollamaapi.MaxStopBytes bytes each.
 // JSON has no NaN or infinities; numbers past float64's or int64's range
 // fail to decode.
 func checkRanges(r *MessagesRequest) error {
@@ -146,12 +146,12 @@ func checkRanges(r *MessagesRequest) error {
 			return invalid("top_k: %d is out of range: expected an integer from 0 to %d", k, hi)
 		}
 	}
-	if len(r.StopSequences) > api.MaxStops {
-		return invalid("stop_sequences: %d sequences are too many: at most %d are allowed", len(r.StopSequences), api.MaxStops)
+	if len(r.StopSequences) > ollamaapi.MaxStops {
+		return invalid("stop_sequences: %d sequences are too many: at most %d are allowed", len(r.StopSequences), ollamaapi.MaxStops)
 	}
 	for i, s := range r.StopSequences {
-		if len(s) > api.MaxStopBytes {
-			return invalid("stop_sequences[%d]: %d bytes is too long: at most %d bytes are allowed", i, len(s), api.MaxStopBytes)
+		if len(s) > ollamaapi.MaxStopBytes {
+			return invalid("stop_sequences[%d]: %d bytes is too long: at most %d bytes are allowed", i, len(s), ollamaapi.MaxStopBytes)
 		}
 	}
 	return nil

@@ -10,26 +10,26 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
-	"github.com/tadpole-llm/tadpole/server/ollamarun"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
+	"github.com/tadpole-llm/tadpole/server/ollamagen"
 )
 
 // chatRequest is the body of POST /api/v1/chat/completions. The sampling
 // fields at the top override the same Ollama options in Options.
 type chatRequest struct {
-	Model            string          `json:"model"`
-	Messages         []api.Message   `json:"messages"`
-	MaxTokens        *int            `json:"max_tokens"`
-	Temperature      *float64        `json:"temperature"`
-	TopP             *float64        `json:"top_p"`
-	Seed             *int64          `json:"seed"`
-	Stop             json.RawMessage `json:"stop"`
-	FrequencyPenalty *float64        `json:"frequency_penalty"`
-	PresencePenalty  *float64        `json:"presence_penalty"`
-	Options          map[string]any  `json:"options"`
-	KeepAlive        *api.Duration   `json:"keep_alive"`
+	Model            string              `json:"model"`
+	Messages         []ollamaapi.Message `json:"messages"`
+	MaxTokens        *int                `json:"max_tokens"`
+	Temperature      *float64            `json:"temperature"`
+	TopP             *float64            `json:"top_p"`
+	Seed             *int64              `json:"seed"`
+	Stop             json.RawMessage     `json:"stop"`
+	FrequencyPenalty *float64            `json:"frequency_penalty"`
+	PresencePenalty  *float64            `json:"presence_penalty"`
+	Options          map[string]any      `json:"options"`
+	KeepAlive        *ollamaapi.Duration `json:"keep_alive"`
 }
 
 // processing is the event sent while the request waits for the model
@@ -41,11 +41,11 @@ type processing struct {
 
 // chatEvent is one token's event, and with Final set the last one.
 type chatEvent struct {
-	Model      string      `json:"model"`
-	CreatedAt  time.Time   `json:"created_at"`
-	Message    api.Message `json:"message"`
-	Done       bool        `json:"done"`
-	DoneReason string      `json:"done_reason,omitempty"`
+	Model      string            `json:"model"`
+	CreatedAt  time.Time         `json:"created_at"`
+	Message    ollamaapi.Message `json:"message"`
+	Done       bool              `json:"done"`
+	DoneReason string            `json:"done_reason,omitempty"`
 	*final
 }
 
@@ -67,9 +67,9 @@ type final struct {
 // the context window are checked here, so that a bad value is a 400
 // before the stream starts rather than an error event in it.
 func (h *Handler) request(req *chatRequest) (*infer.Request, error) {
-	base := api.DefaultOptions()
+	base := ollamaapi.DefaultOptions()
 	infer.OpenAIDefaults(&base)
-	opts, err := ollamarun.Options(h.Infer, req.Model, base, req.Options)
+	opts, err := ollamagen.Options(h.Infer, req.Model, base, req.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +86,11 @@ func (h *Handler) request(req *chatRequest) (*infer.Request, error) {
 	if err := opts.CheckRequest(math.MaxInt32); err != nil {
 		return nil, errorf(http.StatusBadRequest, "%v", err)
 	}
-	msgs, mi, err := ollamarun.ChatMessages(req.Messages)
+	msgs, mi, err := ollamagen.ChatMessages(req.Messages)
 	if err != nil {
 		return nil, err
 	}
-	return &infer.Request{Model: req.Model, Chat: true, Messages: msgs, MediaInput: mi, Options: opts, KeepAlive: ollamarun.KeepAlive(req.KeepAlive)}, nil
+	return &infer.Request{Model: req.Model, Chat: true, Messages: msgs, MediaInput: mi, Options: opts, KeepAlive: ollamagen.KeepAlive(req.KeepAlive)}, nil
 }
 
 // A request waiting for its model is told so after firstUpdate, then
@@ -140,9 +140,9 @@ func (h *Handler) chat(c echo.Context) error {
 			case ev.Done && ev.Err != nil:
 				return out.fail(ev.Err)
 			case ev.Done:
-				err = out.send("delta", lastEvent(req.Model, ev, ollamarun.Metrics(ev, start, g.Instance().LoadDuration)))
+				err = out.send("delta", lastEvent(req.Model, ev, ollamagen.Metrics(ev, start, g.Instance().LoadDuration)))
 			case d.Content != "" || d.Thinking != "":
-				err = out.send("delta", chatEvent{Model: req.Model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking}})
+				err = out.send("delta", chatEvent{Model: req.Model, CreatedAt: time.Now().UTC(), Message: ollamaapi.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking}})
 			}
 			if err != nil {
 				return nil // the client went away; the request's context ends the generation
@@ -245,10 +245,10 @@ func (o *sse) fail(err error) error {
 }
 
 // lastEvent is the done event of a stream that ended with ev.
-func lastEvent(model string, ev infer.Event, m api.Metrics) chatEvent {
+func lastEvent(model string, ev infer.Event, m ollamaapi.Metrics) chatEvent {
 	d := ev.Delta
 	return chatEvent{
-		Model: model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking},
+		Model: model, CreatedAt: time.Now().UTC(), Message: ollamaapi.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking},
 		Done: true, DoneReason: ev.DoneReason,
 		final: &final{
 			TotalDuration: m.TotalDuration, LoadDuration: m.LoadDuration, PromptEvalCount: m.PromptEvalCount,

@@ -7,7 +7,7 @@
 // "status"} (server/dialect).
 //
 // Jobs are stored and run by server/jobs; an ollama job runs through
-// server/ollamarun, the same translation /api/generate and /api/chat use,
+// server/ollamagen, the same translation /api/generate and /api/chat use,
 // so its result is exactly Ollama's non-streamed answer. The chat builds
 // its infer.Request itself (OpenAI-style fields through
 // infer.OpenAISampling) and reads infer's stream. It must not touch the

@@ -8,11 +8,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/models"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/jobs"
-	"github.com/tadpole-llm/tadpole/server/ollamarun"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
+	"github.com/tadpole-llm/tadpole/server/ollamagen"
 	"github.com/tadpole-llm/tadpole/server/usage"
 )
 
@@ -33,11 +33,11 @@ type Handler struct {
 }
 
 // Inference is what Anura calls of the generation path (its jobs run
-// through ollamarun): an *infer.Service, or a fake of it in tests
+// through ollamagen): an *infer.Service, or a fake of it in tests
 // (server/infer/infertest).
 type Inference interface {
-	ollamarun.Inference
-	ModelOptions(model string) (api.Options, error)
+	ollamagen.Inference
+	ModelOptions(model string) (ollamaapi.Options, error)
 }
 
 var _ Inference = (*infer.Service)(nil)

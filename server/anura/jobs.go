@@ -13,11 +13,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/auth"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/jobs"
-	"github.com/tadpole-llm/tadpole/server/ollamarun"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
+	"github.com/tadpole-llm/tadpole/server/ollamagen"
 	"github.com/tadpole-llm/tadpole/server/usage"
 )
 
@@ -169,7 +169,7 @@ func (h *Handler) submitCowsay(c echo.Context) error {
 // has messages, else an /api/generate request (with a prompt). The
 // top-level max_tokens and temperature of Anura's examples become options
 // the request does not set itself. The job is never streamed.
-func parseOllama(body []byte) (*api.GenerateRequest, *api.ChatRequest, error) {
+func parseOllama(body []byte) (*ollamaapi.GenerateRequest, *ollamaapi.ChatRequest, error) {
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(body, &probe); err != nil {
 		return nil, nil, errorf(http.StatusBadRequest, "invalid JSON: %v", err)
@@ -182,14 +182,14 @@ func parseOllama(body []byte) (*api.GenerateRequest, *api.ChatRequest, error) {
 		MaxTokens   *int     `json:"max_tokens"`
 		Temperature *float64 `json:"temperature"`
 	}
-	var gen *api.GenerateRequest
-	var chat *api.ChatRequest
+	var gen *ollamaapi.GenerateRequest
+	var chat *ollamaapi.ChatRequest
 	var into any
 	if given("messages") {
-		chat = &api.ChatRequest{}
+		chat = &ollamaapi.ChatRequest{}
 		into = chat
 	} else {
-		gen = &api.GenerateRequest{}
+		gen = &ollamaapi.GenerateRequest{}
 		into = gen
 	}
 	for _, v := range []any{into, &extra} {
@@ -246,7 +246,7 @@ func (h *Handler) submitOllama(c echo.Context) error {
 }
 
 // jobModel is an ollama job's model and options.
-func jobModel(gen *api.GenerateRequest, chat *api.ChatRequest) (string, map[string]any) {
+func jobModel(gen *ollamaapi.GenerateRequest, chat *ollamaapi.ChatRequest) (string, map[string]any) {
 	if chat != nil {
 		return chat.Model, chat.Options
 	}
@@ -264,7 +264,7 @@ func (h *Handler) limitTokens(model string, opts map[string]any) error {
 		return nil
 	}
 	if v, ok := opts["num_predict"]; ok {
-		o := api.DefaultOptions()
+		o := ollamaapi.DefaultOptions()
 		if _, err := o.Apply(map[string]any{"num_predict": v}); err != nil {
 			return errorf(http.StatusBadRequest, "%v", err)
 		}
@@ -413,7 +413,7 @@ func (h *Handler) runOllama(ctx context.Context, j *jobs.Job) ([]byte, error) {
 	if err := h.limitTokens(jobModel(gen, chat)); err != nil {
 		return nil, err
 	}
-	r := ollamarun.Runner{Infer: h.Infer, Priority: jobPriority}
+	r := ollamagen.Runner{Infer: h.Infer, Priority: jobPriority}
 	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
 		var resp any
 		if chat != nil {

@@ -5,71 +5,71 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // Version asks GET /api/version.
 func (c *Client) Version(ctx context.Context) (string, error) {
-	var v api.VersionResponse
+	var v ollamaapi.VersionResponse
 	err := c.do(ctx, http.MethodGet, "/api/version", nil, &v)
 	return v.Version, err
 }
 
 // List asks GET /api/tags for the models the server has.
-func (c *Client) List(ctx context.Context) (*api.ListResponse, error) {
-	var v api.ListResponse
+func (c *Client) List(ctx context.Context) (*ollamaapi.ListResponse, error) {
+	var v ollamaapi.ListResponse
 	return &v, c.do(ctx, http.MethodGet, "/api/tags", nil, &v)
 }
 
 // Ps asks GET /api/ps for the loaded models.
-func (c *Client) Ps(ctx context.Context) (*api.ProcessResponse, error) {
-	var v api.ProcessResponse
+func (c *Client) Ps(ctx context.Context) (*ollamaapi.ProcessResponse, error) {
+	var v ollamaapi.ProcessResponse
 	return &v, c.do(ctx, http.MethodGet, "/api/ps", nil, &v)
 }
 
 // Show asks POST /api/show for a model's details, Modelfile and template.
-func (c *Client) Show(ctx context.Context, req *api.ShowRequest) (*api.ShowResponse, error) {
-	var v api.ShowResponse
+func (c *Client) Show(ctx context.Context, req *ollamaapi.ShowRequest) (*ollamaapi.ShowResponse, error) {
+	var v ollamaapi.ShowResponse
 	return &v, c.do(ctx, http.MethodPost, "/api/show", req, &v)
 }
 
 // Copy asks POST /api/copy to give a model a second name.
-func (c *Client) Copy(ctx context.Context, req *api.CopyRequest) error {
+func (c *Client) Copy(ctx context.Context, req *ollamaapi.CopyRequest) error {
 	return c.do(ctx, http.MethodPost, "/api/copy", req, nil)
 }
 
 // Delete asks DELETE /api/delete to remove a model.
-func (c *Client) Delete(ctx context.Context, req *api.DeleteRequest) error {
+func (c *Client) Delete(ctx context.Context, req *ollamaapi.DeleteRequest) error {
 	return c.do(ctx, http.MethodDelete, "/api/delete", req, nil)
 }
 
 // ProgressFunc receives the status lines of create, pull and push.
-type ProgressFunc func(api.ProgressResponse) error
+type ProgressFunc func(ollamaapi.ProgressResponse) error
 
 // Create asks POST /api/create to build a model, reporting its progress.
-func (c *Client) Create(ctx context.Context, req *api.CreateRequest, fn ProgressFunc) error {
+func (c *Client) Create(ctx context.Context, req *ollamaapi.CreateRequest, fn ProgressFunc) error {
 	return stream(ctx, c, http.MethodPost, "/api/create", req, fn)
 }
 
 // Pull asks POST /api/pull to download a model from its registry.
-func (c *Client) Pull(ctx context.Context, req *api.PullRequest, fn ProgressFunc) error {
+func (c *Client) Pull(ctx context.Context, req *ollamaapi.PullRequest, fn ProgressFunc) error {
 	return stream(ctx, c, http.MethodPost, "/api/pull", req, fn)
 }
 
 // Push asks POST /api/push to upload a model to its registry.
-func (c *Client) Push(ctx context.Context, req *api.PullRequest, fn ProgressFunc) error {
+func (c *Client) Push(ctx context.Context, req *ollamaapi.PullRequest, fn ProgressFunc) error {
 	return stream(ctx, c, http.MethodPost, "/api/push", req, fn)
 }
 
 // Generate asks POST /api/generate, calling fn with each streamed piece
 // (or once, when req.Stream is false).
-func (c *Client) Generate(ctx context.Context, req *api.GenerateRequest, fn func(api.GenerateResponse) error) error {
+func (c *Client) Generate(ctx context.Context, req *ollamaapi.GenerateRequest, fn func(ollamaapi.GenerateResponse) error) error {
 	return stream(ctx, c, http.MethodPost, "/api/generate", req, fn)
 }
 
 // Chat asks POST /api/chat, calling fn with each streamed piece (or once,
 // when req.Stream is false).
-func (c *Client) Chat(ctx context.Context, req *api.ChatRequest, fn func(api.ChatResponse) error) error {
+func (c *Client) Chat(ctx context.Context, req *ollamaapi.ChatRequest, fn func(ollamaapi.ChatResponse) error) error {
 	return stream(ctx, c, http.MethodPost, "/api/chat", req, fn)
 }
 
@@ -114,14 +114,14 @@ func (c *Client) Heartbeat(ctx context.Context) error {
 
 // Embed asks POST /api/embed for the embeddings of req.Input (a JSON
 // string or list of strings).
-func (c *Client) Embed(ctx context.Context, req *api.EmbedRequest) (*api.EmbedResponse, error) {
-	var v api.EmbedResponse
+func (c *Client) Embed(ctx context.Context, req *ollamaapi.EmbedRequest) (*ollamaapi.EmbedResponse, error) {
+	var v ollamaapi.EmbedResponse
 	return &v, c.do(ctx, http.MethodPost, "/api/embed", req, &v)
 }
 
 // Embeddings asks the legacy POST /api/embeddings for one prompt's
 // embedding.
-func (c *Client) Embeddings(ctx context.Context, req *api.EmbeddingRequest) (*api.EmbeddingResponse, error) {
-	var v api.EmbeddingResponse
+func (c *Client) Embeddings(ctx context.Context, req *ollamaapi.EmbeddingRequest) (*ollamaapi.EmbeddingResponse, error) {
+	var v ollamaapi.EmbeddingResponse
 	return &v, c.do(ctx, http.MethodPost, "/api/embeddings", req, &v)
 }

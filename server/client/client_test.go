@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 func TestParseHost(t *testing.T) {
@@ -111,7 +111,7 @@ func TestErrorsAndStreams(t *testing.T) {
 		"HEAD /api/blobs/sha256:aa": func(w http.ResponseWriter, r *http.Request) {},
 		"HEAD /":                    func(w http.ResponseWriter, r *http.Request) {},
 		"POST /api/embed": func(w http.ResponseWriter, r *http.Request) {
-			var req api.EmbedRequest
+			var req ollamaapi.EmbedRequest
 			if json.NewDecoder(r.Body).Decode(&req) != nil || string(req.Input) != `["a","b"]` {
 				w.WriteHeader(http.StatusBadRequest)
 				io.WriteString(w, `{"error":"bad input"}`)
@@ -133,27 +133,27 @@ func TestErrorsAndStreams(t *testing.T) {
 	})
 	ctx := context.Background()
 
-	_, err := c.Show(ctx, &api.ShowRequest{Model: "nope"})
+	_, err := c.Show(ctx, &ollamaapi.ShowRequest{Model: "nope"})
 	if !IsNotFound(err) || err.Error() != `model "nope:latest" not found` {
 		t.Errorf("show: %v", err)
 	}
-	if err := c.Copy(ctx, &api.CopyRequest{Source: "a", Destination: "b"}); err == nil || err.Error() != "upstream down" {
+	if err := c.Copy(ctx, &ollamaapi.CopyRequest{Source: "a", Destination: "b"}); err == nil || err.Error() != "upstream down" {
 		t.Errorf("copy: %v", err)
 	}
 
-	var got []api.ProgressResponse
-	err = c.Pull(ctx, &api.PullRequest{Model: "x"}, func(p api.ProgressResponse) error { got = append(got, p); return nil })
+	var got []ollamaapi.ProgressResponse
+	err = c.Pull(ctx, &ollamaapi.PullRequest{Model: "x"}, func(p ollamaapi.ProgressResponse) error { got = append(got, p); return nil })
 	if err == nil || err.Error() != "disk full" || len(got) != 2 || got[1].Completed != 5 || got[1].Total != 10 {
 		t.Errorf("pull: %v, %+v", err, got)
 	}
 	stop := errors.New("stop")
-	err = c.Pull(ctx, &api.PullRequest{Model: "x"}, func(api.ProgressResponse) error { return stop })
+	err = c.Pull(ctx, &ollamaapi.PullRequest{Model: "x"}, func(ollamaapi.ProgressResponse) error { return stop })
 	if err != stop {
 		t.Errorf("pull stopped by the callback: %v", err)
 	}
 
-	var gen []api.GenerateResponse
-	err = c.Generate(ctx, &api.GenerateRequest{Model: "m"}, func(r api.GenerateResponse) error { gen = append(gen, r); return nil })
+	var gen []ollamaapi.GenerateResponse
+	err = c.Generate(ctx, &ollamaapi.GenerateRequest{Model: "m"}, func(r ollamaapi.GenerateResponse) error { gen = append(gen, r); return nil })
 	if err != nil || len(gen) != 1 || gen[0].Response != "all of it" || gen[0].EvalCount != 3 {
 		t.Errorf("generate: %v %+v", err, gen)
 	}
@@ -166,16 +166,16 @@ func TestErrorsAndStreams(t *testing.T) {
 	if err := c.Heartbeat(ctx); err != nil {
 		t.Errorf("heartbeat: %v", err)
 	}
-	emb, err := c.Embed(ctx, &api.EmbedRequest{Model: "m", Input: json.RawMessage(`["a","b"]`)})
+	emb, err := c.Embed(ctx, &ollamaapi.EmbedRequest{Model: "m", Input: json.RawMessage(`["a","b"]`)})
 	if err != nil || len(emb.Embeddings) != 2 || emb.Embeddings[1][0] != 2 || emb.PromptEvalCount != 2 {
 		t.Errorf("embed: %v %+v", err, emb)
 	}
-	_, err = c.Embed(ctx, &api.EmbedRequest{Model: "m", Input: json.RawMessage(`"a"`)})
+	_, err = c.Embed(ctx, &ollamaapi.EmbedRequest{Model: "m", Input: json.RawMessage(`"a"`)})
 	var se *StatusError
 	if !errors.As(err, &se) || se.StatusCode != http.StatusBadRequest || se.Message != "bad input" {
 		t.Errorf("embed refused: %v", err)
 	}
-	_, err = c.Embeddings(ctx, &api.EmbeddingRequest{Model: "m", Prompt: "a"})
+	_, err = c.Embeddings(ctx, &ollamaapi.EmbeddingRequest{Model: "m", Prompt: "a"})
 	if !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable || err.Error() != "server busy" {
 		t.Errorf("embeddings refused: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
@@ -33,7 +33,7 @@ func newService(t *testing.T) *Service {
 }
 
 func storiesRequest(numPredict int) *Request {
-	o := api.DefaultOptions()
+	o := ollamaapi.DefaultOptions()
 	o.NumPredict = numPredict
 	o.Temperature = 0
 	return &Request{Model: "stories", Prompt: "Once upon a time", Options: o}

@@ -28,9 +28,9 @@ import (
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/chattemplate"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/flight"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 	"github.com/tadpole-llm/tadpole/server/telemetry"
 	"github.com/tadpole-llm/tadpole/server/usage"
@@ -97,7 +97,7 @@ type Request struct {
 	Template string // Ollama Go-template syntax; overrides the model's template
 	Raw      bool
 	Context  []int
-	Options  api.Options
+	Options  ollamaapi.Options
 	// KeepAlive overrides the server's default when set.
 	KeepAlive *time.Duration
 	// Grammar constrains the output (GBNF), e.g. from a JSON format.
@@ -214,7 +214,7 @@ func (in *Instance) Release() {
 // main_gpu, use_mmap, use_mlock and num_thread are ignored with a logged
 // warning, and its num_ctx only picks a window of at most the server's
 // --max-ctx.
-func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, keepAlive *time.Duration) (in *Instance, err error) {
+func (s *Service) Acquire(ctx context.Context, model string, opts ollamaapi.Options, keepAlive *time.Duration) (in *Instance, err error) {
 	entry, err := s.resolve(model)
 	if err != nil {
 		return nil, err
@@ -260,7 +260,7 @@ func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, k
 		var re *engine.RangeError
 		switch {
 		case errors.As(err, &re):
-			return nil, &Error{Kind: BadRequest, Err: &api.OptionError{Name: re.Name, Value: re.Value, Allowed: fmt.Sprintf("%d..%d", re.Min, re.Max)}}
+			return nil, &Error{Kind: BadRequest, Err: &ollamaapi.OptionError{Name: re.Name, Value: re.Value, Allowed: fmt.Sprintf("%d..%d", re.Min, re.Max)}}
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			return nil, Errorf(BadRequest, "request cancelled while waiting for the model")
 		case errors.Is(err, engine.ErrModelNotFound):
@@ -310,14 +310,14 @@ func (s *Service) resolve(model string) (models.Entry, error) {
 // ModelOptions are the options a request to model starts from: Ollama's
 // defaults with the model's own parameters (its Modelfile's PARAMETER
 // lines) applied. The request's options go on top.
-func (s *Service) ModelOptions(model string) (api.Options, error) {
-	return s.ModelOptionsFrom(model, api.DefaultOptions())
+func (s *Service) ModelOptions(model string) (ollamaapi.Options, error) {
+	return s.ModelOptionsFrom(model, ollamaapi.DefaultOptions())
 }
 
 // ModelOptionsFrom is ModelOptions starting from base instead of Ollama's
 // defaults (e.g. with OpenAIDefaults applied): the model's parameters
 // still come on top.
-func (s *Service) ModelOptionsFrom(model string, base api.Options) (api.Options, error) {
+func (s *Service) ModelOptionsFrom(model string, base ollamaapi.Options) (ollamaapi.Options, error) {
 	entry, err := s.resolve(model)
 	if err != nil {
 		return base, err
@@ -329,11 +329,11 @@ func (s *Service) ModelOptionsFrom(model string, base api.Options) (api.Options,
 // applied, each checked against the bounds PARAMETER has at create
 // (models.CheckParams: a model stored before a bound existed is refused
 // here, not handed to the engine).
-func entryOptions(entry models.Entry) (api.Options, error) {
-	return entryOptionsFrom(entry, api.DefaultOptions())
+func entryOptions(entry models.Entry) (ollamaapi.Options, error) {
+	return entryOptionsFrom(entry, ollamaapi.DefaultOptions())
 }
 
-func entryOptionsFrom(entry models.Entry, opts api.Options) (api.Options, error) {
+func entryOptionsFrom(entry models.Entry, opts ollamaapi.Options) (ollamaapi.Options, error) {
 	if err := models.CheckParams(entry.Params); err != nil {
 		return opts, Errorf(LoadFailed, "model %q has an invalid parameter: %v", entry.Name.String(), err)
 	}
@@ -642,7 +642,7 @@ func completionPrompt(m *engine.Model, req *Request) (string, chatparse.Options,
 
 // samplerParams maps Ollama's options, a grammar and a logit bias to the
 // engine's sampler.
-func samplerParams(o api.Options, grammar string, bias map[engine.Token]float32) engine.SamplerParams {
+func samplerParams(o ollamaapi.Options, grammar string, bias map[engine.Token]float32) engine.SamplerParams {
 	return engine.SamplerParams{
 		Seed: int64(o.Seed), Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP,
 		TypicalP: o.TypicalP, RepeatLastN: o.RepeatLastN, RepeatPenalty: o.RepeatPenalty,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/runner"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // MaxLoRAScale bounds a LoRA adapter's scale (engine.MaxAdapterScale).
@@ -172,7 +172,7 @@ type LoRAAdapter = runner.LoadedAdapter
 // LoRAAdapters lists the adapters loaded on model's instance (loading
 // the model if it is not), by id.
 func (s *Service) LoRAAdapters(ctx context.Context, model string) ([]LoRAAdapter, error) {
-	in, err := s.Acquire(ctx, model, api.DefaultOptions(), nil)
+	in, err := s.Acquire(ctx, model, ollamaapi.DefaultOptions(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func (s *Service) LoRAAdapters(ctx context.Context, model string) ([]LoRAAdapter
 // SetLoRAScales sets the scales requests to model that name no adapters
 // get (id → scale; llama-server's POST /lora-adapters).
 func (s *Service) SetLoRAScales(ctx context.Context, model string, scales map[int]float32) ([]LoRAAdapter, error) {
-	in, err := s.Acquire(ctx, model, api.DefaultOptions(), nil)
+	in, err := s.Acquire(ctx, model, ollamaapi.DefaultOptions(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (s *Service) SetLoRAScales(ctx context.Context, model string, scales map[in
 // ADAPTER over model's base) onto model's instance while it serves, and
 // lists the instance's adapters.
 func (s *Service) LoadLoRA(ctx context.Context, model, name string) ([]LoRAAdapter, error) {
-	in, err := s.Acquire(ctx, model, api.DefaultOptions(), nil)
+	in, err := s.Acquire(ctx, model, ollamaapi.DefaultOptions(), nil)
 	if err != nil {
 		return nil, err
 	}

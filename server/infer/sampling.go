@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // ParamError is a request field out of its range or of the wrong shape:
@@ -30,7 +30,7 @@ func paramErrorf(param, format string, args ...any) *ParamError {
 // door that takes OpenAI-style requests starts from them (then the model's
 // parameters, then the request's fields), so one request samples the same
 // whichever door it came through.
-func OpenAIDefaults(o *api.Options) {
+func OpenAIDefaults(o *ollamaapi.Options) {
 	o.Temperature, o.TopP, o.RepeatPenalty = 1, 1, 1
 }
 
@@ -49,7 +49,7 @@ type OpenAISampling struct {
 
 // Apply checks the fields against OpenAI's ranges and sets them on opts.
 // top_p 0 means "only the most likely token" (the engine reads 0 as off).
-func (s OpenAISampling) Apply(opts *api.Options) error {
+func (s OpenAISampling) Apply(opts *ollamaapi.Options) error {
 	for _, r := range []struct {
 		param  string
 		v      *float64

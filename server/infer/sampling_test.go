@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 func TestParseStop(t *testing.T) {
@@ -35,13 +35,13 @@ func TestParseStop(t *testing.T) {
 func TestLogitBiasKeys(t *testing.T) {
 	for _, k := range []string{"-1", "x", "2147483648", "288230376151711800", "1e3"} {
 		s := OpenAISampling{LogitBias: map[string]float64{k: 5}}
-		var o api.Options
+		var o ollamaapi.Options
 		if err := s.Apply(&o); err == nil {
 			t.Errorf("logit_bias key %q accepted", k)
 		}
 	}
 	s := OpenAISampling{LogitBias: map[string]float64{"2147483647": -100, "0": 3}}
-	var o api.Options
+	var o ollamaapi.Options
 	if err := s.Apply(&o); err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
-	"github.com/tadpole-llm/tadpole/server/ollamarun"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
+	"github.com/tadpole-llm/tadpole/server/ollamagen"
 )
 
 func (h *Handler) chat(c echo.Context) error {
-	var req api.ChatRequest
+	var req ollamaapi.ChatRequest
 	if err := decode(c, &req); err != nil {
 		return err
 	}
@@ -22,8 +22,8 @@ func (h *Handler) chat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return serve(c, req.Stream, call, (*ollamarun.Stream).ChatFinal, func(d chatparse.Delta) any {
-		return api.ChatResponse{Model: req.Model, CreatedAt: time.Now().UTC(),
-			Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking, ToolCalls: ollamarun.ToolCalls(d.ToolCalls)}}
+	return serve(c, req.Stream, call, (*ollamagen.Stream).ChatFinal, func(d chatparse.Delta) any {
+		return ollamaapi.ChatResponse{Model: req.Model, CreatedAt: time.Now().UTC(),
+			Message: ollamaapi.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking, ToolCalls: ollamagen.ToolCalls(d.ToolCalls)}}
 	})
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/quantize"
 	"github.com/tadpole-llm/tadpole/models/registry"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // create builds a model from Ollama's create fields or a whole Modelfile
@@ -23,7 +23,7 @@ import (
 // POST /api/blobs: FROM and ADAPTER name a model of the store or a blob,
 // never a path on the server.
 func (h *Handler) create(c echo.Context) error {
-	var req api.CreateRequest
+	var req ollamaapi.CreateRequest
 	if err := decode(c, &req); err != nil {
 		return err
 	}
@@ -71,8 +71,8 @@ func (h *Handler) create(c echo.Context) error {
 		}
 		defer done()
 	}
-	return streamProgress(c, req.Stream, func(progress func(api.ProgressResponse)) error {
-		status := func(s string) { progress(api.ProgressResponse{Status: s}) }
+	return streamProgress(c, req.Stream, func(progress func(ollamaapi.ProgressResponse)) error {
+		status := func(s string) { progress(ollamaapi.ProgressResponse{Status: s}) }
 		if req.Quantize != "" {
 			if err := quantize.From(h.Store, mf, req.Quantize, status); err != nil {
 				return quantizeError(name, err)
@@ -156,7 +156,7 @@ func (h *Handler) checkGGUFs(mf *models.Modelfile) error {
 }
 
 // modelfileOf builds the Modelfile of a create request.
-func modelfileOf(req *api.CreateRequest) (*models.Modelfile, error) {
+func modelfileOf(req *ollamaapi.CreateRequest) (*models.Modelfile, error) {
 	if req.Modelfile != "" {
 		mf, err := models.ParseModelfile(strings.NewReader(req.Modelfile))
 		if err != nil {
@@ -282,7 +282,7 @@ func (h *Handler) push(c echo.Context) error { return h.transfer(c, true) }
 
 // transfer pulls a model from or pushes it to its registry.
 func (h *Handler) transfer(c echo.Context, push bool) error {
-	var req api.PullRequest
+	var req ollamaapi.PullRequest
 	if err := decode(c, &req); err != nil {
 		return err
 	}
@@ -293,9 +293,9 @@ func (h *Handler) transfer(c echo.Context, push bool) error {
 	}
 	c.Set("model", name)
 	client := &registry.Client{Insecure: req.Insecure, Allow: h.AllowRegistries}
-	return streamProgress(c, req.Stream, func(progress func(api.ProgressResponse)) error {
+	return streamProgress(c, req.Stream, func(progress func(ollamaapi.ProgressResponse)) error {
 		report := func(p registry.Progress) {
-			progress(api.ProgressResponse{Status: p.Status, Digest: p.Digest, Total: p.Total, Completed: p.Completed})
+			progress(ollamaapi.ProgressResponse{Status: p.Status, Digest: p.Digest, Total: p.Total, Completed: p.Completed})
 		}
 		var err error
 		if push {

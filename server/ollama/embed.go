@@ -8,14 +8,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/infer"
-	"github.com/tadpole-llm/tadpole/server/ollamarun"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
+	"github.com/tadpole-llm/tadpole/server/ollamagen"
 )
 
 func (h *Handler) embed(c echo.Context) error {
 	start := time.Now()
-	var req api.EmbedRequest
+	var req ollamaapi.EmbedRequest
 	if err := decode(c, &req); err != nil {
 		return err
 	}
@@ -30,14 +30,14 @@ func (h *Handler) embed(c echo.Context) error {
 	if req.Dimensions < 0 {
 		return errorf(http.StatusBadRequest, "dimensions must be positive")
 	}
-	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, ollamarun.KeepAlive(req.KeepAlive))
+	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, ollamagen.KeepAlive(req.KeepAlive))
 	if err != nil {
 		return inferError(err)
 	}
 	defer in.Release()
 	// load_duration as Ollama has it: until the model was ready, loaded
 	// by this request or not (always sent: the Vercel AI SDK requires it).
-	resp := api.EmbedResponse{Model: req.Model, Embeddings: [][]float32{}, LoadDuration: time.Since(start)}
+	resp := ollamaapi.EmbedResponse{Model: req.Model, Embeddings: [][]float32{}, LoadDuration: time.Since(start)}
 	if len(inputs) > 0 {
 		embs, n, err := in.Embed(c.Request().Context(), inputs, req.Truncate == nil || *req.Truncate)
 		if err != nil {
@@ -89,7 +89,7 @@ func embedInputs(raw json.RawMessage) ([]string, error) {
 
 // embeddings is the legacy endpoint: one prompt, one embedding.
 func (h *Handler) embeddings(c echo.Context) error {
-	var req api.EmbeddingRequest
+	var req ollamaapi.EmbeddingRequest
 	if err := decode(c, &req); err != nil {
 		return err
 	}
@@ -97,12 +97,12 @@ func (h *Handler) embeddings(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, ollamarun.KeepAlive(req.KeepAlive))
+	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, ollamagen.KeepAlive(req.KeepAlive))
 	if err != nil {
 		return inferError(err)
 	}
 	defer in.Release()
-	resp := api.EmbeddingResponse{Embedding: []float64{}}
+	resp := ollamaapi.EmbeddingResponse{Embedding: []float64{}}
 	if req.Prompt != "" {
 		embs, _, err := in.Embed(c.Request().Context(), []string{req.Prompt}, true)
 		if err != nil {

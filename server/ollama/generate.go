@@ -7,28 +7,28 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
-	"github.com/tadpole-llm/tadpole/server/ollamarun"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
+	"github.com/tadpole-llm/tadpole/server/ollamagen"
 )
 
 // prepare checks the model name of a decoded request, notes it for the
 // request log and metrics, and applies its options over the model's
 // (Ollama's defaults with the model's PARAMETER values).
-func (h *Handler) prepare(c echo.Context, model string, m map[string]any) (api.Options, error) {
+func (h *Handler) prepare(c echo.Context, model string, m map[string]any) (ollamaapi.Options, error) {
 	if model != "" {
 		c.Set("model", model)
 	}
-	return ollamarun.Options(h.Infer, model, api.DefaultOptions(), m)
+	return ollamagen.Options(h.Infer, model, ollamaapi.DefaultOptions(), m)
 }
 
 // runner runs the handler's requests at interactive priority.
-func (h *Handler) runner() ollamarun.Runner { return ollamarun.Runner{Infer: h.Infer} }
+func (h *Handler) runner() ollamagen.Runner { return ollamagen.Runner{Infer: h.Infer} }
 
 func (h *Handler) generate(c echo.Context) error {
-	var req api.GenerateRequest
+	var req ollamaapi.GenerateRequest
 	if err := decode(c, &req); err != nil {
 		return err
 	}
@@ -39,8 +39,8 @@ func (h *Handler) generate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return serve(c, req.Stream, call, (*ollamarun.Stream).GenerateFinal, func(d chatparse.Delta) any {
-		return api.GenerateResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Response: d.Content, Thinking: d.Thinking}
+	return serve(c, req.Stream, call, (*ollamagen.Stream).GenerateFinal, func(d chatparse.Delta) any {
+		return ollamaapi.GenerateResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Response: d.Content, Thinking: d.Thinking}
 	})
 }
 
@@ -49,7 +49,7 @@ func (h *Handler) generate(c echo.Context) error {
 // one write and one flush: when the client (or this goroutine) is slower
 // than the model, tokens are coalesced instead of queuing up behind one
 // flush each.
-func streamNDJSON(c echo.Context, s *ollamarun.Stream, line func(infer.Event) any) error {
+func streamNDJSON(c echo.Context, s *ollamagen.Stream, line func(infer.Event) any) error {
 	w := dialect.NewStreamWriter(c, "application/x-ndjson")
 	enc := json.NewEncoder(w.Buffer())
 	var buf []infer.Event
@@ -75,10 +75,10 @@ func streamNDJSON(c echo.Context, s *ollamarun.Stream, line func(infer.Event) an
 // serve answers a call over HTTP: the whole answer when not streaming,
 // else NDJSON lines (chunk for each decided piece, the final answer last,
 // or an error line).
-func serve[T any](c echo.Context, stream *bool, call *ollamarun.Call, final func(*ollamarun.Stream, infer.Event, chatparse.Delta) T, chunk func(chatparse.Delta) any) error {
+func serve[T any](c echo.Context, stream *bool, call *ollamagen.Call, final func(*ollamagen.Stream, infer.Event, chatparse.Delta) T, chunk func(chatparse.Delta) any) error {
 	ctx := c.Request().Context()
 	if stream != nil && !*stream {
-		resp, err := ollamarun.RunToEnd(ctx, call, final)
+		resp, err := ollamagen.RunToEnd(ctx, call, final)
 		if err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func serve[T any](c echo.Context, stream *bool, call *ollamarun.Call, final func
 			return chunk(d)
 		}
 		if ev.Err != nil {
-			return api.ErrorResponse{Error: ev.Err.Error()}
+			return ollamaapi.ErrorResponse{Error: ev.Err.Error()}
 		}
 		return final(s, ev, d)
 	})

@@ -8,10 +8,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/models"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
-	"github.com/tadpole-llm/tadpole/server/ollamarun"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
+	"github.com/tadpole-llm/tadpole/server/ollamagen"
 )
 
 // Handler serves the Ollama routes.
@@ -24,13 +24,13 @@ type Handler struct {
 }
 
 // Inference is what the Ollama routes call of the generation path:
-// generate and chat through ollamarun, embeddings and rerank on an
+// generate and chat through ollamagen, embeddings and rerank on an
 // acquired instance, and the loaded models for /api/ps and
 // /api/delete. *infer.Service is one; server/infer/infertest fakes it
 // for the package's own tests.
 type Inference interface {
-	ollamarun.Inference
-	Acquire(ctx context.Context, model string, opts api.Options, keepAlive *time.Duration) (*infer.Instance, error)
+	ollamagen.Inference
+	Acquire(ctx context.Context, model string, opts ollamaapi.Options, keepAlive *time.Duration) (*infer.Instance, error)
 	CheckReranker(model string) error
 	Loaded() []infer.Loaded
 	KeepAlive() time.Duration
@@ -46,7 +46,7 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.GET("/", root)
 	e.HEAD("/", root)
 	e.GET("/api/version", func(c echo.Context) error {
-		return c.JSON(http.StatusOK, api.VersionResponse{Version: infer.Version()})
+		return c.JSON(http.StatusOK, ollamaapi.VersionResponse{Version: infer.Version()})
 	})
 	e.POST("/api/generate", h.generate)
 	e.POST("/api/chat", h.chat)

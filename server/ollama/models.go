@@ -18,18 +18,18 @@ import (
 
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/gguf"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // apiDetails converts the store's details to the wire type.
-func apiDetails(d models.Details) api.ModelDetails {
+func apiDetails(d models.Details) ollamaapi.ModelDetails {
 	fam := d.Families
 	if fam == nil && d.Family != "" {
 		fam = []string{d.Family}
 	}
-	return api.ModelDetails{
+	return ollamaapi.ModelDetails{
 		ParentModel: d.ParentModel, Format: d.Format, Family: d.Family, Families: fam,
 		ParameterSize: d.ParameterSize, QuantizationLevel: d.QuantizationLevel,
 	}
@@ -40,9 +40,9 @@ func (h *Handler) tags(c echo.Context) error {
 	if err != nil {
 		return errorf(http.StatusInternalServerError, "%v", err)
 	}
-	resp := api.ListResponse{Models: []api.ListModel{}}
+	resp := ollamaapi.ListResponse{Models: []ollamaapi.ListModel{}}
 	for _, e := range entries {
-		resp.Models = append(resp.Models, api.ListModel{
+		resp.Models = append(resp.Models, ollamaapi.ListModel{
 			Name: e.Name.String(), Model: e.Name.String(), ModifiedAt: e.Modified, Size: e.Size,
 			Digest: e.Digest, Details: apiDetails(e.Details),
 		})
@@ -70,7 +70,7 @@ func storeError(name string, err error) error {
 }
 
 func (h *Handler) show(c echo.Context) error {
-	var req api.ShowRequest
+	var req ollamaapi.ShowRequest
 	if err := decode(c, &req); err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (h *Handler) show(c echo.Context) error {
 	if err != nil {
 		return showFileError(name, err)
 	}
-	resp := api.ShowResponse{
+	resp := ollamaapi.ShowResponse{
 		License: strings.Join(e.License, "\n"), Modelfile: models.ModelfileFor(e), Template: e.Template,
 		System: e.System, Details: apiDetails(e.Details), ModelInfo: modelInfo(f, req.Verbose),
 		Capabilities: []string{"completion"}, ModifiedAt: e.Modified,
@@ -134,7 +134,7 @@ func (h *Handler) show(c echo.Context) error {
 		}
 	}
 	for _, m := range e.Messages {
-		resp.Messages = append(resp.Messages, api.Message{Role: m.Role, Content: m.Content})
+		resp.Messages = append(resp.Messages, ollamaapi.Message{Role: m.Role, Content: m.Content})
 	}
 	resp.Parameters = parametersText(e.Params)
 	return c.JSON(http.StatusOK, resp)
@@ -203,7 +203,7 @@ func firstNonEmpty(ss ...string) string {
 }
 
 func (h *Handler) copyModel(c echo.Context) error {
-	var req api.CopyRequest
+	var req ollamaapi.CopyRequest
 	if err := decode(c, &req); err != nil {
 		return err
 	}
@@ -223,7 +223,7 @@ func (h *Handler) copyModel(c echo.Context) error {
 }
 
 func (h *Handler) deleteModel(c echo.Context) error {
-	var req api.DeleteRequest
+	var req ollamaapi.DeleteRequest
 	if err := decode(c, &req); err != nil {
 		return err
 	}
@@ -293,12 +293,12 @@ func showFileError(name string, err error) error {
 // streamProgress answers a long operation: NDJSON status lines while it
 // runs (the last is "success" or an error line), or one JSON answer when
 // not streaming.
-func streamProgress(c echo.Context, stream *bool, run func(progress func(api.ProgressResponse)) error) error {
+func streamProgress(c echo.Context, stream *bool, run func(progress func(ollamaapi.ProgressResponse)) error) error {
 	if stream != nil && !*stream {
-		if err := run(func(api.ProgressResponse) {}); err != nil {
+		if err := run(func(ollamaapi.ProgressResponse) {}); err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, api.ProgressResponse{Status: "success"})
+		return c.JSON(http.StatusOK, ollamaapi.ProgressResponse{Status: "success"})
 	}
 	// Through the dialect's StreamWriter, like every stream: each write
 	// has the server's write timeout. A client that stops reading is cut
@@ -320,7 +320,7 @@ func streamProgress(c echo.Context, stream *bool, run func(progress func(api.Pro
 		}
 	}
 	last := time.Time{}
-	err := run(func(p api.ProgressResponse) {
+	err := run(func(p ollamaapi.ProgressResponse) {
 		// Byte counts come often: at most ten lines a second of them.
 		if p.Total > 0 && p.Completed < p.Total && time.Since(last) < 100*time.Millisecond {
 			return
@@ -329,7 +329,7 @@ func streamProgress(c echo.Context, stream *bool, run func(progress func(api.Pro
 		write(p)
 	})
 	if err != nil {
-		write(api.ErrorResponse{Error: dialect.From(err).Message})
+		write(ollamaapi.ErrorResponse{Error: dialect.From(err).Message})
 	}
 	return nil
 }

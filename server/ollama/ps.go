@@ -7,17 +7,17 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // farFuture is the expiry Ollama reports for models kept forever.
 var farFuture = time.Date(2318, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (h *Handler) ps(c echo.Context) error {
-	resp := api.ProcessResponse{Models: []api.ProcessModel{}}
-	var pc *api.PromptCacheStatus
+	resp := ollamaapi.ProcessResponse{Models: []ollamaapi.ProcessModel{}}
+	var pc *ollamaapi.PromptCacheStatus
 	if st, ok := h.Infer.PromptCache(); ok {
-		pc = &api.PromptCacheStatus{RAMBytes: st.RAMBytes, RAMEntries: st.RAMEntries, DiskBytes: st.DiskBytes, DiskEntries: st.DiskEntries}
+		pc = &ollamaapi.PromptCacheStatus{RAMBytes: st.RAMBytes, RAMEntries: st.RAMEntries, DiskBytes: st.DiskBytes, DiskEntries: st.DiskEntries}
 	}
 	keepAlive := h.Infer.KeepAlive()
 	for _, in := range h.Infer.Loaded() {
@@ -30,19 +30,19 @@ func (h *Handler) ps(c echo.Context) error {
 				exp = farFuture
 			}
 		}
-		var adapters []api.LoRAAdapterStatus
+		var adapters []ollamaapi.LoRAAdapterStatus
 		for _, a := range in.Adapters {
-			adapters = append(adapters, api.LoRAAdapterStatus{ID: a.ID, Path: a.Path, Scale: a.Scale, Bytes: a.Bytes})
+			adapters = append(adapters, ollamaapi.LoRAAdapterStatus{ID: a.ID, Path: a.Path, Scale: a.Scale, Bytes: a.Bytes})
 		}
-		var details api.ModelDetails
+		var details ollamaapi.ModelDetails
 		digest := ""
 		if e, err := h.Store.Resolve(in.Name); err == nil {
 			details, digest = apiDetails(e.Details), e.Digest
 		}
-		resp.Models = append(resp.Models, api.ProcessModel{
+		resp.Models = append(resp.Models, ollamaapi.ProcessModel{
 			Name: in.Name, Model: in.Name, Size: in.Size, SizeVRAM: in.SizeVRAM,
 			Digest: digest, Details: details, ExpiresAt: exp, ContextLength: in.NumCtx,
-			Tadpole: &api.ProcessExtras{
+			Tadpole: &ollamaapi.ProcessExtras{
 				Processor: in.Processor, Placement: in.Placement, SlotsBusy: in.SlotsBusy, SlotsTotal: in.SlotsTotal,
 				QueueDepth: in.QueueDepth, LoadedAt: in.LoadedAt, Sizing: in.Sizing,
 				PromptCache: pc, DraftModel: in.DraftModel, LoRAAdapters: adapters,

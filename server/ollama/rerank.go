@@ -5,9 +5,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/infer"
-	"github.com/tadpole-llm/tadpole/server/ollamarun"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
+	"github.com/tadpole-llm/tadpole/server/ollamagen"
 )
 
 // rerankRequest is infer.RerankRequest with Ollama's keep_alive and
@@ -18,7 +18,7 @@ type rerankRequest struct {
 	Documents       []infer.RerankDocument `json:"documents"`
 	TopN            *int                   `json:"top_n,omitempty"`
 	ReturnDocuments bool                   `json:"return_documents,omitempty"`
-	KeepAlive       *api.Duration          `json:"keep_alive,omitempty"`
+	KeepAlive       *ollamaapi.Duration    `json:"keep_alive,omitempty"`
 	Options         map[string]any         `json:"options,omitempty"`
 }
 
@@ -44,7 +44,7 @@ func (h *Handler) rerank(c echo.Context) error {
 		return inferError(err)
 	}
 	ctx := c.Request().Context()
-	in, err := h.Infer.Acquire(ctx, req.Model, opts, ollamarun.KeepAlive(raw.KeepAlive))
+	in, err := h.Infer.Acquire(ctx, req.Model, opts, ollamagen.KeepAlive(raw.KeepAlive))
 	if err != nil {
 		return inferError(err)
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/models"
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // Handler serves the OpenAI routes.
@@ -28,8 +28,8 @@ type Handler struct {
 // for the package's own tests.
 type Inference interface {
 	Generate(ctx context.Context, reqs ...*infer.Request) (*infer.Generation, error)
-	Acquire(ctx context.Context, model string, opts api.Options, keepAlive *time.Duration) (*infer.Instance, error)
-	ModelOptionsFrom(model string, base api.Options) (api.Options, error)
+	Acquire(ctx context.Context, model string, opts ollamaapi.Options, keepAlive *time.Duration) (*infer.Instance, error)
+	ModelOptionsFrom(model string, base ollamaapi.Options) (ollamaapi.Options, error)
 	Limits() infer.MediaLimits
 	CheckReranker(model string) error
 	ApplyTemplate(ctx context.Context, req *infer.Request) (string, error)
@@ -73,8 +73,8 @@ func decode(c echo.Context, v any) error { return dialect.DecodeOpenAI(c, v) }
 // go on top. numPredict is the endpoint's default token limit, which the
 // model's num_predict parameter overrides. The model is resolved, and its
 // parameters checked, by infer as for every door.
-func (h *Handler) options(model string, numPredict int) (api.Options, error) {
-	base := api.DefaultOptions()
+func (h *Handler) options(model string, numPredict int) (ollamaapi.Options, error) {
+	base := ollamaapi.DefaultOptions()
 	infer.OpenAIDefaults(&base)
 	base.NumPredict = numPredict
 	opts, err := h.Infer.ModelOptionsFrom(model, base)

@@ -3,8 +3,8 @@ package openai
 import (
 	"errors"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // sampling are the sampling fields chat and completions share: OpenAI's
@@ -19,7 +19,7 @@ type sampling struct {
 const maxChoices = 128
 
 // apply checks the fields and sets them on opts; it returns n.
-func (s sampling) apply(opts *api.Options) (int, error) {
+func (s sampling) apply(opts *ollamaapi.Options) (int, error) {
 	if err := s.OpenAISampling.Apply(opts); err != nil {
 		return 0, paramError(err)
 	}

@@ -10,11 +10,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/auth"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/jobs"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/usage"
 )
 
@@ -55,7 +55,7 @@ func (h *Handler) Register(e *echo.Echo) {
 // (server/infer/infertest).
 type Inference interface {
 	Generate(ctx context.Context, reqs ...*infer.Request) (*infer.Generation, error)
-	ModelOptionsFrom(model string, base api.Options) (api.Options, error)
+	ModelOptionsFrom(model string, base ollamaapi.Options) (ollamaapi.Options, error)
 	Limits() infer.MediaLimits
 }
 

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/jobs"
 	"github.com/tadpole-llm/tadpole/server/media"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // Bounds of what a request may carry, OpenAI's where it has them.
@@ -560,7 +560,7 @@ func (h *Handler) build(p *prepared) error {
 			return invalid("reasoning.effort", "Invalid value for 'reasoning.effort': %q. Supported values are: 'none', 'minimal', 'low', 'medium', 'high' and 'xhigh'.", dialect.Trim(e))
 		}
 	}
-	base := api.DefaultOptions()
+	base := ollamaapi.DefaultOptions()
 	infer.OpenAIDefaults(&base)
 	base.NumPredict = -2 // without a limit the answer may fill the context
 	opts, err := h.Infer.ModelOptionsFrom(req.Model, base)

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/tadpole-llm/tadpole/engine/runner"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // TestKeyForDefaultBatch checks that the default num_batch is keyed and
@@ -12,11 +12,11 @@ import (
 // owner), and that an explicit PARAMETER num_batch of that size shares
 // the instance.
 func TestKeyForDefaultBatch(t *testing.T) {
-	def := KeyFor("m.gguf", api.DefaultOptions())
+	def := KeyFor("m.gguf", ollamaapi.DefaultOptions())
 	if def.NumBatch != runner.DefaultBatch || batchSize(def) != runner.DefaultBatch {
 		t.Errorf("default options: key num_batch %d, estimated batch %d; the runner uses %d", def.NumBatch, batchSize(def), runner.DefaultBatch)
 	}
-	o := api.DefaultOptions()
+	o := ollamaapi.DefaultOptions()
 	o.NumBatch = runner.DefaultBatch
 	if KeyFor("m.gguf", o) != def {
 		t.Errorf("num_batch %d keys %+v, the default %+v", runner.DefaultBatch, KeyFor("m.gguf", o), def)

@@ -19,7 +19,7 @@ import (
 	"github.com/tadpole-llm/tadpole/engine/mtmd"
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/models/gguf"
-	"github.com/tadpole-llm/tadpole/server/api"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // Config are the server-wide settings of every model instance.
@@ -97,7 +97,7 @@ type Key struct {
 // KeyFor derives the instance key of a request from its options. A
 // num_batch of 0 (the default) is keyed as the batch the runner uses, so
 // that it and an explicit PARAMETER num_batch 512 share an instance.
-func KeyFor(path string, o api.Options) Key {
+func KeyFor(path string, o ollamaapi.Options) Key {
 	return Key{
 		Path: path, NumCtx: o.NumCtx, NumBatch: batchSize(Key{NumBatch: o.NumBatch}), NumGPU: o.NumGPU, MainGPU: o.MainGPU,
 		NoMMap: o.UseMMap != nil && !*o.UseMMap, MLock: o.UseMLock, NumThread: o.NumThread,

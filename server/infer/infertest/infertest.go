@@ -13,9 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // Model is the name of the fake generations' instance.
@@ -100,13 +100,13 @@ func (s *Service) Load(ctx context.Context, req *infer.Request) (*infer.Generati
 }
 
 // ModelOptions is ModelOptionsFrom Ollama's defaults.
-func (s *Service) ModelOptions(model string) (api.Options, error) {
-	return s.ModelOptionsFrom(model, api.DefaultOptions())
+func (s *Service) ModelOptions(model string) (ollamaapi.Options, error) {
+	return s.ModelOptionsFrom(model, ollamaapi.DefaultOptions())
 }
 
 // ModelOptionsFrom returns base (the fake model has no parameters of
 // its own), or OptionsErr.
-func (s *Service) ModelOptionsFrom(model string, base api.Options) (api.Options, error) {
+func (s *Service) ModelOptionsFrom(model string, base ollamaapi.Options) (ollamaapi.Options, error) {
 	return base, s.OptionsErr
 }
 
@@ -122,7 +122,7 @@ func (s *Service) Limits() infer.MediaLimits { return s.Media }
 // Acquire returns Err, or an Unavailable error: the fake has no engine
 // to compute embeddings or scores on, so the routes that take an
 // instance of their own run on the real engine only (./server).
-func (s *Service) Acquire(ctx context.Context, model string, opts api.Options, keepAlive *time.Duration) (*infer.Instance, error) {
+func (s *Service) Acquire(ctx context.Context, model string, opts ollamaapi.Options, keepAlive *time.Duration) (*infer.Instance, error) {
 	if s.Err != nil {
 		return nil, s.Err
 	}

@@ -1,4 +1,4 @@
-package ollamarun
+package ollamagen
 
 import (
 	"bytes"
@@ -9,11 +9,11 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine/grammar"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/media"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // thinkOption reads Ollama's think: true, false, or a level ("high",
@@ -42,7 +42,7 @@ func thinkOption(raw json.RawMessage) (*bool, map[string]any, error) {
 
 // tools converts a request's tools into the OpenAI-shaped objects chat
 // templates take, checking their parameter schemas.
-func tools(ts []api.Tool) ([]json.RawMessage, error) {
+func tools(ts []ollamaapi.Tool) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	for i, t := range ts {
 		if t.Type != "function" && t.Type != "" {
@@ -54,7 +54,7 @@ func tools(ts []api.Tool) ([]json.RawMessage, error) {
 		if err := json.Unmarshal(t.Function, &f); err != nil || f.Name == "" {
 			return nil, errorf(http.StatusBadRequest, "tools[%d]: function must be an object with a name", i)
 		}
-		raw, err := json.Marshal(api.Tool{Type: "function", Function: t.Function})
+		raw, err := json.Marshal(ollamaapi.Tool{Type: "function", Function: t.Function})
 		if err != nil {
 			return nil, errorf(http.StatusBadRequest, "tools[%d]: %v", i, err)
 		}
@@ -73,7 +73,7 @@ var chatRoles = map[string]bool{"system": true, "user": true, "assistant": true,
 // data), which go before each message's text as Ollama places them.
 // Whether the model takes images, and the limits on them, are checked
 // when the request starts (infer.Request.CheckMedia).
-func ChatMessages(ms []api.Message) ([]infer.Message, infer.MediaInput, error) {
+func ChatMessages(ms []ollamaapi.Message) ([]infer.Message, infer.MediaInput, error) {
 	var mi infer.MediaInput
 	out := make([]infer.Message, 0, len(ms))
 	for i, m := range ms {
@@ -122,7 +122,7 @@ func imageData(field, s string) ([]byte, error) {
 }
 
 // message converts an Ollama chat message.
-func message(i int, m api.Message) (infer.Message, error) {
+func message(i int, m ollamaapi.Message) (infer.Message, error) {
 	msg := infer.Message{Role: m.Role, Content: m.Content, Thinking: m.Thinking, ToolCallID: m.ToolCallID, ToolName: m.ToolName}
 	for j, tc := range m.ToolCalls {
 		args, err := chatparse.ObjectArguments(tc.Function.Arguments)
@@ -135,10 +135,10 @@ func message(i int, m api.Message) (infer.Message, error) {
 }
 
 // ToolCalls converts parsed calls into Ollama's shape.
-func ToolCalls(calls []chatparse.ToolCall) []api.ToolCall {
-	var out []api.ToolCall
+func ToolCalls(calls []chatparse.ToolCall) []ollamaapi.ToolCall {
+	var out []ollamaapi.ToolCall
 	for _, c := range calls {
-		out = append(out, api.ToolCall{ID: c.ID, Function: api.ToolCallFunction{Index: c.Index, Name: c.Name, Arguments: c.Arguments}})
+		out = append(out, ollamaapi.ToolCall{ID: c.ID, Function: ollamaapi.ToolCallFunction{Index: c.Index, Name: c.Name, Arguments: c.Arguments}})
 	}
 	return out
 }
@@ -154,7 +154,7 @@ func formatGrammar(format []byte) (string, error) {
 }
 
 // KeepAlive is a request's keep_alive as infer takes it.
-func KeepAlive(d *api.Duration) *time.Duration {
+func KeepAlive(d *ollamaapi.Duration) *time.Duration {
 	if d == nil {
 		return nil
 	}
@@ -171,8 +171,8 @@ func loadReason(keepAlive *time.Duration) string {
 
 // Metrics are Ollama's statistics of a request that started at start,
 // waited load for its model and ended with ev.
-func Metrics(ev infer.Event, start time.Time, load time.Duration) api.Metrics {
-	return api.Metrics{
+func Metrics(ev infer.Event, start time.Time, load time.Duration) ollamaapi.Metrics {
+	return ollamaapi.Metrics{
 		TotalDuration: time.Since(start), LoadDuration: load,
 		PromptEvalCount: ev.Stats.PromptEvalCount, PromptEvalDuration: ev.Stats.PromptEvalDuration,
 		EvalCount: ev.Stats.EvalCount, EvalDuration: ev.Stats.EvalDuration,

@@ -1,4 +1,4 @@
-package ollamarun
+package ollamagen
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // Runner runs Ollama generate and chat requests through the generation
@@ -30,7 +30,7 @@ type Runner struct {
 type Inference interface {
 	Generate(ctx context.Context, reqs ...*infer.Request) (*infer.Generation, error)
 	Load(ctx context.Context, req *infer.Request) (*infer.Generation, error)
-	ModelOptionsFrom(model string, base api.Options) (api.Options, error)
+	ModelOptionsFrom(model string, base ollamaapi.Options) (ollamaapi.Options, error)
 }
 
 var _ Inference = (*infer.Service)(nil)
@@ -56,16 +56,16 @@ type Stream struct {
 
 // options checks a request's model name and applies its options over
 // the model's (Ollama's defaults with the model's PARAMETER values).
-func options(svc Inference, model string, m map[string]any) (api.Options, error) {
-	return Options(svc, model, api.DefaultOptions(), m)
+func options(svc Inference, model string, m map[string]any) (ollamaapi.Options, error) {
+	return Options(svc, model, ollamaapi.DefaultOptions(), m)
 }
 
 // Options resolves a request's options: base, then the model's PARAMETER
 // values, then m (Ollama's option names); errors are HTTP errors (a
 // missing model is a 404).
-func Options(svc Inference, model string, base api.Options, m map[string]any) (api.Options, error) {
+func Options(svc Inference, model string, base ollamaapi.Options, m map[string]any) (ollamaapi.Options, error) {
 	if model == "" {
-		return api.Options{}, errorf(http.StatusBadRequest, "model is required")
+		return ollamaapi.Options{}, errorf(http.StatusBadRequest, "model is required")
 	}
 	opts, err := svc.ModelOptionsFrom(model, base)
 	if err != nil {
@@ -82,7 +82,7 @@ func Options(svc Inference, model string, base api.Options, m map[string]any) (a
 }
 
 // PrepareGenerate validates an /api/generate request.
-func (r Runner) PrepareGenerate(req *api.GenerateRequest) (*Call, error) {
+func (r Runner) PrepareGenerate(req *ollamaapi.GenerateRequest) (*Call, error) {
 	start := time.Now()
 	ireq, err := r.request(req.Model, req.Options, req.Format, req.Think, req.KeepAlive)
 	if err != nil {
@@ -97,7 +97,7 @@ func (r Runner) PrepareGenerate(req *api.GenerateRequest) (*Call, error) {
 }
 
 // PrepareChat validates an /api/chat request.
-func (r Runner) PrepareChat(req *api.ChatRequest) (*Call, error) {
+func (r Runner) PrepareChat(req *ollamaapi.ChatRequest) (*Call, error) {
 	start := time.Now()
 	ireq, err := r.request(req.Model, req.Options, req.Format, req.Think, req.KeepAlive)
 	if err != nil {
@@ -115,7 +115,7 @@ func (r Runner) PrepareChat(req *api.ChatRequest) (*Call, error) {
 
 // request is what generate and chat requests share: the model and its
 // options, the format's grammar, think and keep_alive.
-func (r Runner) request(model string, m map[string]any, format, think json.RawMessage, ka *api.Duration) (*infer.Request, error) {
+func (r Runner) request(model string, m map[string]any, format, think json.RawMessage, ka *ollamaapi.Duration) (*infer.Request, error) {
 	m, lora, err := infer.LoRAFromOptions(m) // options.lora: Tadpole's, per-request LoRA adapters
 	if err != nil {
 		return nil, inferError(err)
@@ -173,15 +173,15 @@ func (s *Stream) Recv(buf []infer.Event) ([]infer.Event, error) {
 func (s *Stream) Close() { s.g.Close() }
 
 // Metrics are the statistics of the stream's final event.
-func (s *Stream) Metrics(ev infer.Event) api.Metrics {
+func (s *Stream) Metrics(ev infer.Event) ollamaapi.Metrics {
 	return Metrics(ev, s.call.start, s.ready)
 }
 
 // GenerateFinal is the last /api/generate answer of a stream that ended
 // with ev, with d as its text.
-func (s *Stream) GenerateFinal(ev infer.Event, d chatparse.Delta) api.GenerateResponse {
+func (s *Stream) GenerateFinal(ev infer.Event, d chatparse.Delta) ollamaapi.GenerateResponse {
 	if s.gen == nil {
-		return api.GenerateResponse{Model: s.call.model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: loadReason(s.call.ireq.KeepAlive)}
+		return ollamaapi.GenerateResponse{Model: s.call.model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: loadReason(s.call.ireq.KeepAlive)}
 	}
 	// An image's positions hold placeholders (negative values, never token
 	// ids): they are left out, so a context sent back is text only and the
@@ -192,7 +192,7 @@ func (s *Stream) GenerateFinal(ev infer.Event, d chatparse.Delta) api.GenerateRe
 			ctxTokens = append(ctxTokens, int(t))
 		}
 	}
-	return api.GenerateResponse{
+	return ollamaapi.GenerateResponse{
 		Model: s.call.model, CreatedAt: time.Now().UTC(), Response: d.Content, Thinking: d.Thinking, Done: true, DoneReason: ev.DoneReason,
 		Context: ctxTokens, Metrics: s.Metrics(ev),
 	}
@@ -200,16 +200,16 @@ func (s *Stream) GenerateFinal(ev infer.Event, d chatparse.Delta) api.GenerateRe
 
 // ChatFinal is the last /api/chat answer of a stream that ended with ev,
 // with d as the assistant's message.
-func (s *Stream) ChatFinal(ev infer.Event, d chatparse.Delta) api.ChatResponse {
+func (s *Stream) ChatFinal(ev infer.Event, d chatparse.Delta) ollamaapi.ChatResponse {
 	if s.gen == nil {
-		return api.ChatResponse{
-			Model: s.call.model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant"},
+		return ollamaapi.ChatResponse{
+			Model: s.call.model, CreatedAt: time.Now().UTC(), Message: ollamaapi.Message{Role: "assistant"},
 			Done: true, DoneReason: loadReason(s.call.ireq.KeepAlive),
 		}
 	}
-	return api.ChatResponse{
+	return ollamaapi.ChatResponse{
 		Model: s.call.model, CreatedAt: time.Now().UTC(),
-		Message: api.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking, ToolCalls: ToolCalls(d.ToolCalls)},
+		Message: ollamaapi.Message{Role: "assistant", Content: d.Content, Thinking: d.Thinking, ToolCalls: ToolCalls(d.ToolCalls)},
 		Done:    true, DoneReason: ev.DoneReason, Metrics: s.Metrics(ev),
 	}
 }
@@ -239,7 +239,7 @@ func (s *Stream) collect() (chatparse.Delta, infer.Event, error) {
 
 // Generate runs an /api/generate request to its end: the non-streamed
 // answer.
-func (r Runner) Generate(ctx context.Context, req *api.GenerateRequest) (*api.GenerateResponse, error) {
+func (r Runner) Generate(ctx context.Context, req *ollamaapi.GenerateRequest) (*ollamaapi.GenerateResponse, error) {
 	call, err := r.PrepareGenerate(req)
 	if err != nil {
 		return nil, err
@@ -249,7 +249,7 @@ func (r Runner) Generate(ctx context.Context, req *api.GenerateRequest) (*api.Ge
 }
 
 // Chat runs an /api/chat request to its end: the non-streamed answer.
-func (r Runner) Chat(ctx context.Context, req *api.ChatRequest) (*api.ChatResponse, error) {
+func (r Runner) Chat(ctx context.Context, req *ollamaapi.ChatRequest) (*ollamaapi.ChatResponse, error) {
 	call, err := r.PrepareChat(req)
 	if err != nil {
 		return nil, err

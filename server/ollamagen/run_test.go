@@ -1,4 +1,4 @@
-package ollamarun
+package ollamagen
 
 import (
 	"context"
@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/server/api"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/infer/infertest"
+	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
 // The package's own tests run the translation over a fake generation
@@ -31,7 +31,7 @@ func TestGenerateAnswer(t *testing.T) {
 	final := infertest.Done("stop", 7, 2, 3)
 	final.Tokens = []int32{1, 2, -5, 3, 4}
 	r, fake := runner([]infer.Event{infertest.Content("Once"), infertest.Content(" upon"), final})
-	resp, err := r.Generate(context.Background(), &api.GenerateRequest{Model: "fake", Prompt: "Tell me",
+	resp, err := r.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "fake", Prompt: "Tell me",
 		Options: map[string]any{"num_predict": 3, "temperature": 0.5}})
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestChatAnswer(t *testing.T) {
 		infertest.Thinking("Hmm."), infertest.Content("Let me look."),
 		infertest.Call("call_1", "weather", `{"city":"Paris"}`), infertest.Done("length", 9, 0, 12),
 	})
-	resp, err := r.Chat(context.Background(), &api.ChatRequest{Model: "fake", Messages: []api.Message{{Role: "user", Content: "Weather?"}}})
+	resp, err := r.Chat(context.Background(), &ollamaapi.ChatRequest{Model: "fake", Messages: []ollamaapi.Message{{Role: "user", Content: "Weather?"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +85,12 @@ func TestChatAnswer(t *testing.T) {
 // or "unload" with keep_alive 0; nothing is generated.
 func TestLoadOnly(t *testing.T) {
 	r, fake := runner()
-	resp, err := r.Generate(context.Background(), &api.GenerateRequest{Model: "fake"})
+	resp, err := r.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "fake"})
 	if err != nil || resp.DoneReason != "load" || !resp.Done || resp.Response != "" {
 		t.Errorf("load: %+v, %v", resp, err)
 	}
-	zero := api.Duration{}
-	chat, err := r.Chat(context.Background(), &api.ChatRequest{Model: "fake", KeepAlive: &zero})
+	zero := ollamaapi.Duration{}
+	chat, err := r.Chat(context.Background(), &ollamaapi.ChatRequest{Model: "fake", KeepAlive: &zero})
 	if err != nil || chat.DoneReason != "unload" || chat.Message.Role != "assistant" {
 		t.Errorf("unload: %+v, %v", chat, err)
 	}
@@ -110,7 +110,7 @@ func TestErrors(t *testing.T) {
 		}
 		return e.Status
 	}
-	gen := &api.GenerateRequest{Model: "fake", Prompt: "Hi"}
+	gen := &ollamaapi.GenerateRequest{Model: "fake", Prompt: "Hi"}
 	for _, tc := range []struct {
 		err    error
 		status int
@@ -132,11 +132,11 @@ func TestErrors(t *testing.T) {
 		t.Errorf("failed generation: %v", err)
 	}
 	r, _ = runner([]infer.Event{infertest.Content("Once")})
-	if _, err := r.Chat(context.Background(), &api.ChatRequest{Model: "fake", Messages: []api.Message{{Role: "user", Content: "Hi"}}}); err == nil || status(err) != 500 {
+	if _, err := r.Chat(context.Background(), &ollamaapi.ChatRequest{Model: "fake", Messages: []ollamaapi.Message{{Role: "user", Content: "Hi"}}}); err == nil || status(err) != 500 {
 		t.Errorf("generation without an end: %v", err)
 	}
 	r, fake := runner([]infer.Event{infertest.Done("stop", 1, 0, 1)})
-	for _, req := range []*api.GenerateRequest{
+	for _, req := range []*ollamaapi.GenerateRequest{
 		{Prompt: "Hi"},
 		{Model: "fake", Prompt: "Hi", Options: map[string]any{"temperature": "hot"}},
 		{Model: "fake", Prompt: "Hi", Format: json.RawMessage(`"yaml"`)},
@@ -149,7 +149,7 @@ func TestErrors(t *testing.T) {
 		t.Errorf("%d bad requests reached infer", n)
 	}
 	r = Runner{Infer: &infertest.Service{OptionsErr: infer.Errorf(infer.NotFound, "model 'nope' not found")}}
-	if _, err := r.Generate(context.Background(), &api.GenerateRequest{Model: "nope", Prompt: "Hi"}); err == nil || status(err) != 404 {
+	if _, err := r.Generate(context.Background(), &ollamaapi.GenerateRequest{Model: "nope", Prompt: "Hi"}); err == nil || status(err) != 404 {
 		t.Errorf("unknown model: %v", err)
 	}
 }

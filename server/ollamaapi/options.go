@@ -1,4 +1,4 @@
-package api
+package ollamaapi
 
 import (
 	"encoding/json"
