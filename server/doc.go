@@ -12,7 +12,7 @@
 //
 // The request path, the same for every dialect: the dialect decodes its
 // wire format into an infer.Request (OpenAI-style sampling fields through
-// infer.OpenAISampling; Ollama's generate and chat requests, which Anura's
+// openaisampling.Fields; Ollama's generate and chat requests, which Anura's
 // jobs also carry, through server/ollamagen); infer.Service.Acquire
 // resolves the model, takes the API key's place (--max-streams) and gets a
 // loaded instance from the scheduler; infer.Service.Start renders and

@@ -9,6 +9,7 @@ import (
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
+	"github.com/tadpole-llm/tadpole/server/openaisampling"
 )
 
 // minThinkingBudget is Anthropic's least budget_tokens. The budget is
@@ -103,12 +104,12 @@ func (h *Handler) options(r *MessagesRequest) (ollamaapi.Options, error) {
 		return ollamaapi.Options{}, err
 	}
 	base := ollamaapi.DefaultOptions()
-	infer.OpenAIDefaults(&base)
+	openaisampling.Defaults(&base)
 	opts, err := h.Infer.ModelOptionsFrom(r.Model, base)
 	if err != nil {
 		return opts, inferError(err)
 	}
-	smp := infer.OpenAISampling{Temperature: r.Temperature, TopP: r.TopP}
+	smp := openaisampling.Fields{Temperature: r.Temperature, TopP: r.TopP}
 	if r.StopSequences != nil {
 		smp.Stop, _ = json.Marshal(r.StopSequences)
 	}

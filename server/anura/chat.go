@@ -14,6 +14,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/ollamagen"
+	"github.com/tadpole-llm/tadpole/server/openaisampling"
 )
 
 // chatRequest is the body of POST /api/v1/chat/completions. The sampling
@@ -68,12 +69,12 @@ type final struct {
 // before the stream starts rather than an error event in it.
 func (h *Handler) request(req *chatRequest) (*infer.Request, error) {
 	base := ollamaapi.DefaultOptions()
-	infer.OpenAIDefaults(&base)
+	openaisampling.Defaults(&base)
 	opts, err := ollamagen.Options(h.Infer, req.Model, base, req.Options)
 	if err != nil {
 		return nil, err
 	}
-	smp := infer.OpenAISampling{
+	smp := openaisampling.Fields{
 		Temperature: req.Temperature, TopP: req.TopP, FrequencyPenalty: req.FrequencyPenalty,
 		PresencePenalty: req.PresencePenalty, Stop: req.Stop, Seed: req.Seed,
 	}

@@ -10,6 +10,6 @@
 // server/ollamagen, the same translation /api/generate and /api/chat use,
 // so its result is exactly Ollama's non-streamed answer. The chat builds
 // its infer.Request itself (OpenAI-style fields through
-// infer.OpenAISampling) and reads infer's stream. It must not touch the
+// openaisampling.Fields) and reads infer's stream. It must not touch the
 // engine, the scheduler or another dialect.
 package anura

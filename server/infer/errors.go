@@ -2,11 +2,26 @@ package infer
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/dialect"
 )
+
+// ParamError is a request field out of its range or of the wrong shape:
+// Param names the field, Message says what was wrong (in OpenAI's words);
+// each dialect answers it in its own error shape.
+type ParamError struct {
+	Param   string
+	Message string
+}
+
+func (e *ParamError) Error() string { return e.Message }
+
+func paramErrorf(param, format string, args ...any) *ParamError {
+	return &ParamError{Param: param, Message: fmt.Sprintf(format, args...)}
+}
 
 // HTTPError is err as the server's error answer, which every dialect
 // writes in its shape: a ParamError is a 400 about its field; by Kind,

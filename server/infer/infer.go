@@ -315,7 +315,7 @@ func (s *Service) ModelOptions(model string) (ollamaapi.Options, error) {
 }
 
 // ModelOptionsFrom is ModelOptions starting from base instead of Ollama's
-// defaults (e.g. with OpenAIDefaults applied): the model's parameters
+// defaults (e.g. with openaisampling.Defaults applied): the model's parameters
 // still come on top.
 func (s *Service) ModelOptionsFrom(model string, base ollamaapi.Options) (ollamaapi.Options, error) {
 	entry, err := s.resolve(model)

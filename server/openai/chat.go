@@ -11,6 +11,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/media"
+	"github.com/tadpole-llm/tadpole/server/openaisampling"
 )
 
 // maxTopLogprobs bounds top_logprobs, as OpenAI does.
@@ -75,11 +76,11 @@ func (h *Handler) prepareChat(ctx context.Context, req *ChatRequest) ([]*infer.R
 	if err != nil {
 		return nil, 0, err
 	}
-	smp := infer.OpenAISampling{
+	smp := openaisampling.Fields{
 		Temperature: req.Temperature, TopP: req.TopP, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty,
 		Stop: req.Stop, Seed: req.Seed, LogitBias: req.LogitBias,
 	}
-	n, err := sampling{OpenAISampling: smp, N: req.N}.apply(&opts)
+	n, err := sampling{Fields: smp, N: req.N}.apply(&opts)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/openaisampling"
 )
 
 // maxCompletionLogprobs bounds the legacy logprobs field, as OpenAI does.
@@ -89,11 +90,11 @@ func (h *Handler) prepareCompletion(req *CompletionRequest) ([]promptInput, []*i
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	smp := infer.OpenAISampling{
+	smp := openaisampling.Fields{
 		Temperature: req.Temperature, TopP: req.TopP, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty,
 		Stop: req.Stop, Seed: req.Seed, LogitBias: req.LogitBias,
 	}
-	n, err := sampling{OpenAISampling: smp, N: req.N}.apply(&opts)
+	n, err := sampling{Fields: smp, N: req.N}.apply(&opts)
 	if err != nil {
 		return nil, nil, 0, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
+	"github.com/tadpole-llm/tadpole/server/openaisampling"
 )
 
 // Handler serves the OpenAI routes.
@@ -75,7 +76,7 @@ func decode(c echo.Context, v any) error { return dialect.DecodeOpenAI(c, v) }
 // parameters checked, by infer as for every door.
 func (h *Handler) options(model string, numPredict int) (ollamaapi.Options, error) {
 	base := ollamaapi.DefaultOptions()
-	infer.OpenAIDefaults(&base)
+	openaisampling.Defaults(&base)
 	base.NumPredict = numPredict
 	opts, err := h.Infer.ModelOptionsFrom(model, base)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/media"
+	"github.com/tadpole-llm/tadpole/server/openaisampling"
 )
 
 func TestDecodeNamesTheField(t *testing.T) {
@@ -230,7 +231,7 @@ func TestSamplingDefaultsAndChoices(t *testing.T) {
 	seed := int64(7)
 	opts := infer.Request{}.Options
 	opts.Seed = -1
-	n, err := sampling{OpenAISampling: infer.OpenAISampling{Temperature: &temp, TopP: &topP, Seed: &seed, Stop: json.RawMessage(`"x"`)}, N: ptr(3)}.apply(&opts)
+	n, err := sampling{Fields: openaisampling.Fields{Temperature: &temp, TopP: &topP, Seed: &seed, Stop: json.RawMessage(`"x"`)}, N: ptr(3)}.apply(&opts)
 	if err != nil || n != 3 || opts.Temperature != 0.5 || opts.TopP <= 0 || opts.TopP > 1e-5 || opts.Seed != 7 || len(opts.Stop) != 1 {
 		t.Fatalf("%d %+v %v", n, opts, err)
 	}
@@ -247,10 +248,10 @@ func TestSamplingDefaultsAndChoices(t *testing.T) {
 		}
 	}
 	bad := 2.5
-	if _, err := (sampling{OpenAISampling: infer.OpenAISampling{Temperature: &bad}}).apply(&opts); err == nil || err.(*Error).Param != "temperature" {
+	if _, err := (sampling{Fields: openaisampling.Fields{Temperature: &bad}}).apply(&opts); err == nil || err.(*Error).Param != "temperature" {
 		t.Fatalf("temperature 2.5: %v", err)
 	}
-	if _, err := (sampling{OpenAISampling: infer.OpenAISampling{LogitBias: map[string]float64{"3": 200}}}).apply(&opts); err == nil || err.(*Error).Code != "" {
+	if _, err := (sampling{Fields: openaisampling.Fields{LogitBias: map[string]float64{"3": 200}}}).apply(&opts); err == nil || err.(*Error).Code != "" {
 		t.Fatalf("bias 200: %v", err)
 	}
 }

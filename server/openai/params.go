@@ -5,13 +5,14 @@ import (
 
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
+	"github.com/tadpole-llm/tadpole/server/openaisampling"
 )
 
 // sampling are the sampling fields chat and completions share: OpenAI's
-// fields, mapped by infer's one mapper (also Open WebUI's and Anura's), and
-// n.
+// fields, mapped by openaisampling (as for Open WebUI, Anura, Responses
+// and Anthropic), and n.
 type sampling struct {
-	infer.OpenAISampling
+	openaisampling.Fields
 	N *int
 }
 
@@ -20,7 +21,7 @@ const maxChoices = 128
 
 // apply checks the fields and sets them on opts; it returns n.
 func (s sampling) apply(opts *ollamaapi.Options) (int, error) {
-	if err := s.OpenAISampling.Apply(opts); err != nil {
+	if err := s.Fields.Apply(opts); err != nil {
 		return 0, paramError(err)
 	}
 	n := 1

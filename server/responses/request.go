@@ -14,6 +14,7 @@ import (
 	"github.com/tadpole-llm/tadpole/server/jobs"
 	"github.com/tadpole-llm/tadpole/server/media"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
+	"github.com/tadpole-llm/tadpole/server/openaisampling"
 )
 
 // Bounds of what a request may carry, OpenAI's where it has them.
@@ -561,13 +562,13 @@ func (h *Handler) build(p *prepared) error {
 		}
 	}
 	base := ollamaapi.DefaultOptions()
-	infer.OpenAIDefaults(&base)
+	openaisampling.Defaults(&base)
 	base.NumPredict = -2 // without a limit the answer may fill the context
 	opts, err := h.Infer.ModelOptionsFrom(req.Model, base)
 	if err != nil {
 		return inferError(err, req.Model)
 	}
-	smp := infer.OpenAISampling{Temperature: req.Temperature, TopP: req.TopP}
+	smp := openaisampling.Fields{Temperature: req.Temperature, TopP: req.TopP}
 	if err := smp.Apply(&opts); err != nil {
 		return infer.HTTPError(err)
 	}

@@ -1,4 +1,4 @@
-package infer
+package openaisampling
 
 import (
 	"encoding/json"
@@ -34,13 +34,13 @@ func TestParseStop(t *testing.T) {
 // number is refused, never wrapped onto another token.
 func TestLogitBiasKeys(t *testing.T) {
 	for _, k := range []string{"-1", "x", "2147483648", "288230376151711800", "1e3"} {
-		s := OpenAISampling{LogitBias: map[string]float64{k: 5}}
+		s := Fields{LogitBias: map[string]float64{k: 5}}
 		var o ollamaapi.Options
 		if err := s.Apply(&o); err == nil {
 			t.Errorf("logit_bias key %q accepted", k)
 		}
 	}
-	s := OpenAISampling{LogitBias: map[string]float64{"2147483647": -100, "0": 3}}
+	s := Fields{LogitBias: map[string]float64{"2147483647": -100, "0": 3}}
 	var o ollamaapi.Options
 	if err := s.Apply(&o); err != nil {
 		t.Fatal(err)

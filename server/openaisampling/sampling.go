@@ -1,4 +1,14 @@
-package infer
+// Package openaisampling maps OpenAI's sampling fields (temperature,
+// top_p, the frequency and presence penalties, stop, seed, logit_bias)
+// onto the generation's options, and sets OpenAI's defaults where they
+// differ from Ollama's: the same way for every door that takes
+// OpenAI-style requests, so one request samples the same whichever door
+// it came through: OpenAI's chat and completions (server/openai), the
+// Responses API (server/responses), Anthropic's Messages
+// (server/anthropic) and Anura's chat (server/anura). It was
+// infer.OpenAISampling: server/infer speaks no API's vocabulary. Errors
+// are infer.ParamErrors naming the field, in OpenAI's words.
+package openaisampling
 
 import (
 	"bytes"
@@ -6,38 +16,28 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
 
-// ParamError is a request field out of its range or of the wrong shape:
-// Param names the field, Message says what was wrong (in OpenAI's words);
-// each dialect answers it in its own error shape.
-type ParamError struct {
-	Param   string
-	Message string
+func paramErrorf(param, format string, args ...any) *infer.ParamError {
+	return &infer.ParamError{Param: param, Message: fmt.Sprintf(format, args...)}
 }
 
-func (e *ParamError) Error() string { return e.Message }
-
-func paramErrorf(param, format string, args ...any) *ParamError {
-	return &ParamError{Param: param, Message: fmt.Sprintf(format, args...)}
-}
-
-// OpenAIDefaults sets OpenAI's sampling defaults where they differ from
+// Defaults sets OpenAI's sampling defaults where they differ from
 // Ollama's: temperature 1, top_p 1, no repeat penalty. top_k stays at
 // Ollama's 40, as on Ollama's and llama-server's OpenAI endpoints. Every
 // door that takes OpenAI-style requests starts from them (then the model's
 // parameters, then the request's fields), so one request samples the same
 // whichever door it came through.
-func OpenAIDefaults(o *ollamaapi.Options) {
+func Defaults(o *ollamaapi.Options) {
 	o.Temperature, o.TopP, o.RepeatPenalty = 1, 1, 1
 }
 
-// OpenAISampling are OpenAI's sampling fields, mapped onto Ollama's
+// Fields are OpenAI's sampling fields, mapped onto Ollama's
 // options the same way for OpenAI's chat and completions, Open WebUI's
 // chat and Anura's chat.
-type OpenAISampling struct {
+type Fields struct {
 	Temperature      *float64
 	TopP             *float64
 	FrequencyPenalty *float64
@@ -49,7 +49,7 @@ type OpenAISampling struct {
 
 // Apply checks the fields against OpenAI's ranges and sets them on opts.
 // top_p 0 means "only the most likely token" (the engine reads 0 as off).
-func (s OpenAISampling) Apply(opts *ollamaapi.Options) error {
+func (s Fields) Apply(opts *ollamaapi.Options) error {
 	for _, r := range []struct {
 		param  string
 		v      *float64
@@ -100,11 +100,11 @@ func (s OpenAISampling) Apply(opts *ollamaapi.Options) error {
 
 // Bias is logit_bias (checked by Apply) for the sampler; ids outside the
 // model's vocabulary are refused when the sampler is built.
-func (s OpenAISampling) Bias() map[engine.Token]float32 {
+func (s Fields) Bias() map[infer.Token]float32 {
 	if len(s.LogitBias) == 0 {
 		return nil
 	}
-	out := make(map[engine.Token]float32, len(s.LogitBias))
+	out := make(map[infer.Token]float32, len(s.LogitBias))
 	for k, v := range s.LogitBias {
 		id, _ := tokenID(k)
 		out[id] = float32(v)
@@ -112,14 +112,14 @@ func (s OpenAISampling) Bias() map[engine.Token]float32 {
 	return out
 }
 
-// tokenID reads a logit_bias key: a token id, 0 to 2^31-1 (engine.Token's
+// tokenID reads a logit_bias key: a token id, 0 to 2^31-1 (infer.Token's
 // range; a larger number must not wrap onto another token).
-func tokenID(k string) (engine.Token, error) {
+func tokenID(k string) (infer.Token, error) {
 	id, err := strconv.ParseInt(k, 10, 32)
 	if err != nil || id < 0 {
 		return 0, fmt.Errorf("%q is not a token id", k)
 	}
-	return engine.Token(id), nil
+	return infer.Token(id), nil
 }
 
 // parseStop reads stop: null, a string or an array of strings. set tells
