@@ -5,21 +5,21 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/ollamagen"
+	"github.com/tadpole-llm/tadpole/server/rerankapi"
 )
 
-// rerankRequest is infer.RerankRequest with Ollama's keep_alive and
+// rerankRequest is rerankapi.Request with Ollama's keep_alive and
 // options (its fields, not embedded, so decode errors name them plainly).
 type rerankRequest struct {
-	Model           string                 `json:"model"`
-	Query           *string                `json:"query"`
-	Documents       []infer.RerankDocument `json:"documents"`
-	TopN            *int                   `json:"top_n,omitempty"`
-	ReturnDocuments bool                   `json:"return_documents,omitempty"`
-	KeepAlive       *ollamaapi.Duration    `json:"keep_alive,omitempty"`
-	Options         map[string]any         `json:"options,omitempty"`
+	Model           string               `json:"model"`
+	Query           *string              `json:"query"`
+	Documents       []rerankapi.Document `json:"documents"`
+	TopN            *int                 `json:"top_n,omitempty"`
+	ReturnDocuments bool                 `json:"return_documents,omitempty"`
+	KeepAlive       *ollamaapi.Duration  `json:"keep_alive,omitempty"`
+	Options         map[string]any       `json:"options,omitempty"`
 }
 
 // rerank serves POST /api/rerank: the request and answer of /v1/rerank
@@ -29,7 +29,7 @@ func (h *Handler) rerank(c echo.Context) error {
 	if err := decode(c, &raw); err != nil {
 		return err
 	}
-	req := infer.RerankRequest{Model: raw.Model, Query: raw.Query, Documents: raw.Documents, TopN: raw.TopN, ReturnDocuments: raw.ReturnDocuments}
+	req := rerankapi.Request{Model: raw.Model, Query: raw.Query, Documents: raw.Documents, TopN: raw.TopN, ReturnDocuments: raw.ReturnDocuments}
 	if req.Model == "" {
 		return errorf(http.StatusBadRequest, "model is required")
 	}
@@ -53,5 +53,5 @@ func (h *Handler) rerank(c echo.Context) error {
 	if err != nil {
 		return inferError(err)
 	}
-	return c.JSON(http.StatusOK, infer.RerankResults(&req, scores, tokens))
+	return c.JSON(http.StatusOK, rerankapi.Results(&req, scores, tokens))
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tadpole-llm/tadpole/server/infer"
+	"github.com/tadpole-llm/tadpole/server/rerankapi"
 )
 
 // rerank serves POST /v1/rerank (llama-server's, Jina's and Cohere's
@@ -14,7 +14,7 @@ import (
 // reranker model, best first. A model that is not a reranker is a 400
 // naming it, answered before the model is loaded.
 func (h *Handler) rerank(c echo.Context) error {
-	var req infer.RerankRequest
+	var req rerankapi.Request
 	if err := decode(c, &req); err != nil {
 		return err
 	}
@@ -42,5 +42,5 @@ func (h *Handler) rerank(c echo.Context) error {
 	if err != nil {
 		return inferError(err, req.Model)
 	}
-	return c.JSON(http.StatusOK, infer.RerankResults(&req, scores, tokens))
+	return c.JSON(http.StatusOK, rerankapi.Results(&req, scores, tokens))
 }
