@@ -126,6 +126,9 @@ var scriptedFamilies = []struct {
 	{"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", testmodels.DeepSeekR1Distill, false, "", ""},
 	{"Kimi-K2-Thinking.jinja", testmodels.KimiK2Thinking, false, "", ""},
 	{"ibm-granite-granite-3.3-2B-Instruct.jinja", testmodels.Granite33, true, "", ""},
+	{"Kimi-K2-Instruct.jinja", testmodels.KimiK2, true, "", ""},
+	{"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", testmodels.DeepSeekR1Distill, false, "", ""},
+	{"ibm-granite-granite-4.1.jinja", testmodels.Granite4, true, "", ""},
 }
 
 // listedDifferences are the differences from llama-server that are
@@ -157,6 +160,10 @@ var listedDifferences = map[string]string{
 	"HuggingFaceTB-SmolLM3-3B.jinja/turn1":                 "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the blank line after </think> in content; Tadpole trims whitespace around the thinking (neither parses the call: the template shows no call syntax)",
 	"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja/turn1": "llama-server writes <｜end▁of▁sentence｜> (a preserved token of its parser) into the text, and unstreamed the call then fails to parse (500); streamed, it keeps the newlines inside the thinking and the blank line after </think> as content, which Tadpole trims",
 	"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja/turn2": "llama-server writes <｜end▁of▁sentence｜> (a preserved token of its parser) into content; Tadpole stops at the end-of-generation token",
+	// This template renders a call only for an assistant turn whose
+	// content is null (the Qwen distill's, for one with tool_calls);
+	// llama-server does not read its call syntax.
+	"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja/turn1": "llama-server gives the call's markup as content and keeps the newlines inside the thinking; Tadpole parses the call and trims the thinking",
 	// llama-server's functionary v3.1 patch preserves <|eot_id|> and
 	// <|eom_id|>, so the end of the turn is written into the text.
 	"meetkai-functionary-medium-v3.1.jinja/turn1": "llama-server writes <|eom_id|> after </function> into the text, and unstreamed the call then fails to parse (500)",
