@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -37,21 +36,6 @@ func serveFake(t *testing.T, fake *infertest.Service) string {
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	return srv.URL
-}
-
-// post sends body to path and returns the status, headers and body.
-func post(t *testing.T, url, body string) (int, http.Header, []byte) {
-	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, b
 }
 
 // lines are an NDJSON body's objects, in order.
@@ -86,7 +70,7 @@ func TestChatStream(t *testing.T) {
 		infertest.Call("call_1", "weather", `{"city":"Paris"}`), infertest.Done("stop", 9, 4, 12),
 	}}}
 	url := serveFake(t, fake)
-	status, h, body := post(t, url+"/api/chat", chatRequest)
+	status, h, body := infertest.Post(t, url+"/api/chat", chatRequest)
 	if status != http.StatusOK || h.Get("Content-Type") != "application/x-ndjson" {
 		t.Fatalf("%d %q %s", status, h.Get("Content-Type"), body)
 	}
@@ -129,7 +113,7 @@ func TestGenerateAnswer(t *testing.T) {
 	final := infertest.Done("length", 7, 0, 2)
 	final.Tokens = []int32{5, 6, 7}
 	url := serveFake(t, &infertest.Service{Scripts: [][]infer.Event{{infertest.Content("Once"), infertest.Content(" upon"), final}}})
-	status, h, body := post(t, url+"/api/generate", `{"model": "fake", "prompt": "Tell me", "stream": false}`)
+	status, h, body := infertest.Post(t, url+"/api/generate", `{"model": "fake", "prompt": "Tell me", "stream": false}`)
 	if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "application/json") {
 		t.Fatalf("%d %q %s", status, h.Get("Content-Type"), body)
 	}
@@ -164,7 +148,7 @@ func TestErrorShapes(t *testing.T) {
 			{"/api/chat", chatRequest},
 			{"/api/generate", `{"model": "fake", "prompt": "Hi", "stream": false}`},
 		} {
-			status, h, body := post(t, url+req.path, req.body)
+			status, h, body := infertest.Post(t, url+req.path, req.body)
 			want := `{"error":` + jsonText(tc.err.Error()) + "}\n"
 			if status != tc.status || string(body) != want || h.Get("Retry-After") != tc.retryAfter {
 				t.Errorf("%s %v: %d %q (Retry-After %q), want %d %q (%q)", req.path, tc.err, status, body, h.Get("Retry-After"), tc.status, want, tc.retryAfter)
@@ -180,7 +164,7 @@ func TestErrorShapes(t *testing.T) {
 		{"/api/chat", `{"model": "fake", "messages": [{"role": "user", "content": "Hi"}], "format": "yaml"}`, "format"},
 		{"/api/generate", `{"model":`, ""},
 	} {
-		status, _, body := post(t, url+tc.path, tc.body)
+		status, _, body := infertest.Post(t, url+tc.path, tc.body)
 		var e struct{ Error string }
 		if err := json.Unmarshal(body, &e); err != nil || status != 400 || e.Error == "" || !strings.Contains(e.Error, tc.want) {
 			t.Errorf("%s %s: %d %s", tc.path, tc.body, status, body)
@@ -189,11 +173,11 @@ func TestErrorShapes(t *testing.T) {
 
 	fail := []infer.Event{infertest.Content("Once"), infertest.Failed(errors.New("decode: out of memory"))}
 	url = serveFake(t, &infertest.Service{Scripts: [][]infer.Event{fail}})
-	status, _, body := post(t, url+"/api/generate", `{"model": "fake", "prompt": "Hi", "stream": false}`)
+	status, _, body := infertest.Post(t, url+"/api/generate", `{"model": "fake", "prompt": "Hi", "stream": false}`)
 	if status != 500 || string(body) != `{"error":"decode: out of memory"}`+"\n" {
 		t.Errorf("failed answer: %d %s", status, body)
 	}
-	status, _, body = post(t, url+"/api/generate", `{"model": "fake", "prompt": "Hi"}`)
+	status, _, body = infertest.Post(t, url+"/api/generate", `{"model": "fake", "prompt": "Hi"}`)
 	ls := lines(t, body)
 	if status != 200 || len(ls) != 2 || ls[0]["response"] != "Once" || jsonText(ls[1]) != `{"error":"decode: out of memory"}` {
 		t.Errorf("failed stream: %d %s", status, body)

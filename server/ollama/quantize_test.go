@@ -15,12 +15,11 @@ import (
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
 
-// While a quantization runs, another create with quantize is refused at
-// once with 503 and Retry-After (one at a time: each takes every core);
-// once it ends, the next one runs.
-func TestOneQuantizationAtATime(t *testing.T) {
+// quantizeServer serves the Ollama routes over a store holding "base",
+// a model whose rows fit Q8_0's 32-wide blocks, and returns the URL.
+func quantizeServer(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
-	// A model whose rows fit Q8_0's 32-wide blocks.
 	if err := testmodels.WriteRandomLlama(filepath.Join(dir, "base.gguf"), testmodels.Small, 0, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -28,10 +27,18 @@ func TestOneQuantizationAtATime(t *testing.T) {
 	e.HTTPErrorHandler = ErrorHandler
 	(&Handler{Store: &models.Store{Dir: dir}}).Register(e)
 	srv := httptest.NewServer(e)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// While a quantization runs, another create with quantize is refused at
+// once with 503 and Retry-After (one at a time: each takes every core);
+// once it ends, the next one runs.
+func TestOneQuantizationAtATime(t *testing.T) {
+	url := quantizeServer(t)
 	create := func() *http.Response {
 		body := `{"model":"small","from":"base","quantize":"q8_0","stream":false}`
-		resp, err := http.Post(srv.URL+"/api/create", "application/json", strings.NewReader(body))
+		resp, err := http.Post(url+"/api/create", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,18 +75,10 @@ func TestOneQuantizationAtATime(t *testing.T) {
 // An unknown quantization type is a 400 naming the types on offer,
 // before a streamed create sends its 200.
 func TestQuantizeTypeRefused(t *testing.T) {
-	dir := t.TempDir()
-	if err := testmodels.WriteRandomLlama(filepath.Join(dir, "base.gguf"), testmodels.Small, 0, 1); err != nil {
-		t.Fatal(err)
-	}
-	e := echo.New()
-	e.HTTPErrorHandler = ErrorHandler
-	(&Handler{Store: &models.Store{Dir: dir}}).Register(e)
-	srv := httptest.NewServer(e)
-	defer srv.Close()
+	url := quantizeServer(t)
 	for _, stream := range []string{"true", "false"} {
 		body := `{"model":"small","from":"base","quantize":"q9_9","stream":` + stream + `}`
-		resp, err := http.Post(srv.URL+"/api/create", "application/json", strings.NewReader(body))
+		resp, err := http.Post(url+"/api/create", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}

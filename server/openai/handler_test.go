@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -35,21 +33,6 @@ func serveFake(t *testing.T, fake *infertest.Service) string {
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	return srv.URL
-}
-
-// post sends body to path and returns the status, headers and body.
-func post(t *testing.T, url, body string) (int, http.Header, []byte) {
-	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, b
 }
 
 // events are a stream's data lines, in order ("[DONE]" as it is).
@@ -97,7 +80,7 @@ var toolAnswer = []infer.Event{
 // the request as infer got it, with OpenAI's sampling defaults.
 func TestChatCompletion(t *testing.T) {
 	fake := &infertest.Service{Scripts: [][]infer.Event{toolAnswer}}
-	status, h, body := post(t, serveFake(t, fake)+"/v1/chat/completions", chatRequest)
+	status, h, body := infertest.Post(t, serveFake(t, fake)+"/v1/chat/completions", chatRequest)
 	if status != 200 || !strings.HasPrefix(h.Get("Content-Type"), "application/json") {
 		t.Fatalf("%d %q %s", status, h.Get("Content-Type"), body)
 	}
@@ -133,7 +116,7 @@ func TestChatCompletion(t *testing.T) {
 func TestChatStream(t *testing.T) {
 	fake := &infertest.Service{Scripts: [][]infer.Event{toolAnswer}}
 	body := strings.Replace(chatRequest, `{"model"`, `{"stream": true, "stream_options": {"include_usage": true}, "model"`, 1)
-	status, h, raw := post(t, serveFake(t, fake)+"/v1/chat/completions", body)
+	status, h, raw := infertest.Post(t, serveFake(t, fake)+"/v1/chat/completions", body)
 	if status != 200 || h.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("%d %q %s", status, h.Get("Content-Type"), raw)
 	}
@@ -205,7 +188,7 @@ func TestErrorShapes(t *testing.T) {
 	} {
 		url := serveFake(t, &infertest.Service{Err: tc.err})
 		for _, body := range []string{chatRequest, strings.Replace(chatRequest, `{"model"`, `{"stream": true, "model"`, 1)} {
-			status, h, raw := post(t, url+"/v1/chat/completions", body)
+			status, h, raw := infertest.Post(t, url+"/v1/chat/completions", body)
 			var e struct {
 				Error struct {
 					Message string  `json:"message"`
@@ -232,22 +215,22 @@ func TestErrorShapes(t *testing.T) {
 	}
 
 	url := serveFake(t, &infertest.Service{Scripts: [][]infer.Event{{infertest.Done("stop", 1, 0, 1)}}})
-	status, _, raw := post(t, url+"/v1/chat/completions", `{"model": "fake", "messages": [], "temperature": 3}`)
+	status, _, raw := infertest.Post(t, url+"/v1/chat/completions", `{"model": "fake", "messages": [], "temperature": 3}`)
 	if status != 400 || !strings.Contains(string(raw), `"type":"invalid_request_error","param":"messages"`) {
 		t.Errorf("no messages: %d %s", status, raw)
 	}
-	status, _, raw = post(t, url+"/v1/chat/completions", strings.Replace(chatRequest, `{"model"`, `{"temperature": 3, "model"`, 1))
+	status, _, raw = infertest.Post(t, url+"/v1/chat/completions", strings.Replace(chatRequest, `{"model"`, `{"temperature": 3, "model"`, 1))
 	if status != 400 || !strings.Contains(string(raw), `"param":"temperature"`) {
 		t.Errorf("temperature 3: %d %s", status, raw)
 	}
 
 	fail := []infer.Event{infertest.Content("Once"), infertest.Failed(errors.New("decode: out of memory"))}
 	url = serveFake(t, &infertest.Service{Scripts: [][]infer.Event{fail}})
-	status, _, raw = post(t, url+"/v1/chat/completions", chatRequest)
+	status, _, raw = infertest.Post(t, url+"/v1/chat/completions", chatRequest)
 	if status != 500 || !strings.Contains(string(raw), `"type":"server_error"`) || !strings.Contains(string(raw), "decode: out of memory") {
 		t.Errorf("failed answer: %d %s", status, raw)
 	}
-	status, _, raw = post(t, url+"/v1/chat/completions", strings.Replace(chatRequest, `{"model"`, `{"stream": true, "model"`, 1))
+	status, _, raw = infertest.Post(t, url+"/v1/chat/completions", strings.Replace(chatRequest, `{"model"`, `{"stream": true, "model"`, 1))
 	evs := events(t, raw)
 	if status != 200 || len(evs) != 3 || !strings.Contains(evs[1], `"content":"Once"`) ||
 		!strings.HasPrefix(evs[2], `{"error":{`) || !strings.Contains(evs[2], "decode: out of memory") {

@@ -10,7 +10,11 @@ package infertest
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/tadpole-llm/tadpole/server/chatparse"
@@ -219,4 +223,20 @@ func Text(tokens []int32) string {
 		b[i] = byte(t)
 	}
 	return string(b)
+}
+
+// Post sends body (JSON) to url, a handler on a real listener, and
+// returns the answer's status, headers and body.
+func Post(t testing.TB, url, body string) (int, http.Header, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
 }
