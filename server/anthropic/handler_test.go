@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -35,16 +34,7 @@ func serve(t *testing.T, fake *infertest.Service) string {
 // post sends body to path and returns the status, headers and body.
 func post(t *testing.T, url, body string) (int, http.Header, []byte) {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, b
+	return infertest.Post(t, url, body)
 }
 
 // sse is one Server-Sent Event: its name and data.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -33,16 +32,7 @@ func serve(t *testing.T, fake *infertest.Service) string {
 
 func postChat(t *testing.T, url, body string) (int, http.Header, []byte) {
 	t.Helper()
-	resp, err := http.Post(url+"/api/v1/chat/completions", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, b
+	return infertest.Post(t, url+"/api/v1/chat/completions", body)
 }
 
 // event is one Server-Sent Event: its name ("" for a plain data line)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -38,16 +37,7 @@ func serve(t *testing.T, fake *infertest.Service) string {
 
 func post(t *testing.T, url, body string) (int, http.Header, []byte) {
 	t.Helper()
-	resp, err := http.Post(url+"/v1/responses", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, b
+	return infertest.Post(t, url+"/v1/responses", body)
 }
 
 // sse is one Server-Sent Event's data.
