@@ -108,7 +108,17 @@ func (want familyAnswer) diff(got familyAnswer) string {
 // SSE events or its NDJSON lines.
 func postFamily(t *testing.T, url, body string) (int, []byte, [][]byte) {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	// A connection of its own per request: llama-server (cpp-httplib)
+	// closes an idle keep-alive connection on its own clock, and a POST
+	// sent on one it just closed fails with EOF (Go retries only
+	// idempotent requests), a flake of the test, not of either server.
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Close = true
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s: %v", url, err)
 	}
