@@ -13,13 +13,16 @@
 // The request path, the same for every dialect: the dialect decodes its
 // wire format into an infer.Request (OpenAI-style sampling fields through
 // openaisampling.Fields; Ollama's generate and chat requests, which Anura's
-// jobs also carry, through server/ollamagen); infer.Service.Acquire
-// resolves the model, takes the API key's place (--max-streams) and gets a
-// loaded instance from the scheduler; infer.Service.Start renders and
-// tokenizes the prompt, takes a place in the wait queue (--max-queue) and
-// queues it on the instance's runner; the dialect reads the returned
-// infer.Stream (content, thinking and tool calls already split) and
-// encodes it; errors are dialect.Errors written in the dialect's shape. A
+// jobs also carry, through server/ollamagen); infer.Service.Generate
+// resolves the model, takes the API key's place (--max-streams), gets a
+// loaded instance from the scheduler, renders and tokenizes the prompt,
+// takes a place in the wait queue (--max-queue) and queues it on the
+// instance's runner, and returns an infer.Generation, whose Close ends
+// the generation and then gives the instance back (like database/sql's
+// Rows); the dialect reads its streams (content, thinking and tool calls
+// already split) and encodes them; errors are dialect.Errors written in
+// the dialect's shape. (Embeddings and reranking still take an instance
+// with infer.Service.Acquire and give it back with Release.) A
 // dialect (and ollamagen) imports neither the engine (its runner
 // included; engine/grammar, a pure translation, is allowed), nor the
 // scheduler, nor another dialect: what it needs of them infer offers
