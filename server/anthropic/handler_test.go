@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,12 +22,7 @@ import (
 
 // serve starts the handler on fake and returns its base URL.
 func serve(t *testing.T, fake *infertest.Service) string {
-	t.Helper()
-	e := echo.New()
-	(&Handler{Infer: fake}).Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return infertest.Serve(t, func(e *echo.Echo) { (&Handler{Infer: fake}).Register(e) })
 }
 
 // post sends body to path and returns the status, headers and body.

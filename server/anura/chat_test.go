@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,12 +21,7 @@ import (
 // it on the real engine.
 
 func serve(t *testing.T, fake *infertest.Service) string {
-	t.Helper()
-	e := echo.New()
-	(&Handler{Infer: fake}).Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return infertest.Serve(t, func(e *echo.Echo) { (&Handler{Infer: fake}).Register(e) })
 }
 
 func postChat(t *testing.T, url, body string) (int, http.Header, []byte) {

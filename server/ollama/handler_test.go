@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -29,13 +28,10 @@ var _ Inference = (*infertest.Service)(nil)
 
 // serveFake starts the handler on fake and returns its base URL.
 func serveFake(t *testing.T, fake *infertest.Service) string {
-	t.Helper()
-	e := echo.New()
-	e.HTTPErrorHandler = ErrorHandler
-	(&Handler{Store: &models.Store{Dir: t.TempDir()}, Infer: fake}).Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return infertest.Serve(t, func(e *echo.Echo) {
+		e.HTTPErrorHandler = ErrorHandler
+		(&Handler{Store: &models.Store{Dir: t.TempDir()}, Infer: fake}).Register(e)
+	})
 }
 
 // lines are an NDJSON body's objects, in order.

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -27,12 +26,7 @@ var _ Inference = (*infertest.Service)(nil)
 // serveFake starts the handler's /v1 routes on fake and returns the base
 // URL.
 func serveFake(t *testing.T, fake *infertest.Service) string {
-	t.Helper()
-	e := echo.New()
-	(&Handler{Infer: fake}).RegisterV1(e.Group("/v1", Errors))
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return infertest.Serve(t, func(e *echo.Echo) { (&Handler{Infer: fake}).RegisterV1(e.Group("/v1", Errors)) })
 }
 
 // events are a stream's data lines, in order ("[DONE]" as it is).

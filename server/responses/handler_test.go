@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -26,13 +25,10 @@ import (
 // serve starts the handler on fake, with the server's error handler
 // (OpenAI's shape under /v1/), and returns its base URL.
 func serve(t *testing.T, fake *infertest.Service) string {
-	t.Helper()
-	e := echo.New()
-	e.HTTPErrorHandler = dialect.ErrorHandler(e.DefaultHTTPErrorHandler)
-	(&Handler{Infer: fake}).Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return infertest.Serve(t, func(e *echo.Echo) {
+		e.HTTPErrorHandler = dialect.ErrorHandler(e.DefaultHTTPErrorHandler)
+		(&Handler{Infer: fake}).Register(e)
+	})
 }
 
 func post(t *testing.T, url, body string) (int, http.Header, []byte) {

@@ -12,10 +12,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/infer"
@@ -223,6 +226,19 @@ func Text(tokens []int32) string {
 		b[i] = byte(t)
 	}
 	return string(b)
+}
+
+// Serve starts an echo server on a real loopback listener until the test
+// ends, with the routes register puts on it (a dialect's handler over a
+// fake Service, and the error handler it is served with), and returns
+// its base URL.
+func Serve(t testing.TB, register func(e *echo.Echo)) string {
+	t.Helper()
+	e := echo.New()
+	register(e)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // Post sends body (JSON) to url, a handler on a real listener, and
