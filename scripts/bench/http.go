@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -271,71 +270,60 @@ func (c httpCase) String() string {
 	return fmt.Sprintf("%s, %s, %d stream(s)", t, how, c.streams)
 }
 
-// run measures one case: streams concurrent requests of n tokens each
-// (token-array prompts that differ per stream, end-of-generation banned
-// with logit_bias so that every request generates n tokens), reps times.
-// It returns the best aggregate rate (generated tokens per second of wall
-// time) and the tokens of that repetition.
-func (s *httpServer) run(c httpCase, m *engine.Model, n, reps int) (float64, int) {
+// run measures one case once: streams concurrent requests of n tokens
+// each (token-array prompts that differ per stream, end-of-generation
+// banned with logit_bias so that every request generates n tokens). It
+// returns the aggregate rate: generated tokens per second of wall time.
+func (s *httpServer) run(c httpCase, m *engine.Model, n int) float64 {
 	bias := map[string]float64{}
 	for t := range benchSampling.LogitBias {
 		bias[fmt.Sprint(t)] = -100
 	}
-	best, bestN := 0.0, 0
-	for rep := 0; rep < reps; rep++ {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		total := 0
-		t0 := time.Now()
-		for i := 0; i < c.streams; i++ {
-			body := map[string]any{
-				"prompt": streamPrompt(m, i), "max_tokens": n, "temperature": c.temperature, "seed": 42 + i,
-				"logit_bias": bias, "stream": c.stream,
-			}
-			if c.stream {
-				body["stream_options"] = map[string]any{"include_usage": true}
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r, err := s.complete(body)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					// A peer may fail a request (llama-server's output
-					// parser refuses some random-weight output): it
-					// counts as no tokens, and the row says so.
-					s.failed++
-					fmt.Fprintf(os.Stderr, "%s: %s: %v\n", s.name, c, err)
-					return
-				}
-				total += r.tokens
-			}()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	t0 := time.Now()
+	for i := 0; i < c.streams; i++ {
+		body := map[string]any{
+			"prompt": streamPrompt(m, i), "max_tokens": n, "temperature": c.temperature, "seed": 42 + i,
+			"logit_bias": bias, "stream": c.stream,
 		}
-		wg.Wait()
-		if rate := float64(total) / time.Since(t0).Seconds(); rate > best {
-			best, bestN = rate, total
+		if c.stream {
+			body["stream_options"] = map[string]any{"include_usage": true}
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := s.complete(body)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				// A peer may fail a request (llama-server's output
+				// parser refuses some random-weight output): it
+				// counts as no tokens, and the row says so.
+				s.failed++
+				fmt.Fprintf(os.Stderr, "%s: %s: %v\n", s.name, c, err)
+				return
+			}
+			total += r.tokens
+		}()
 	}
-	return best, bestN
+	wg.Wait()
+	return float64(total) / time.Since(t0).Seconds()
 }
 
-// ttft is the median time to the first streamed token of a fresh prompt
-// of promptLen tokens (a different prompt each time, so no cache helps).
-func (s *httpServer) ttft(m *engine.Model, promptLen, reps int, salt int) time.Duration {
-	var ds []time.Duration
-	for rep := 0; rep < reps; rep++ {
-		p := promptTokens(m, promptLen)
-		// Vary the second token: no slot shares more than BOS with it.
-		p[1] = engine.Token(100 + (salt*reps+rep)%(m.VocabSize()-100))
-		r, err := s.complete(map[string]any{"prompt": p, "max_tokens": 4, "temperature": 0, "stream": true})
-		if err != nil {
-			fatal("%s: ttft: %v", s.name, err)
-		}
-		ds = append(ds, r.ttft)
+// ttft is the time to the first streamed token of a fresh prompt of
+// promptLen tokens; salt makes the prompt differ from every other
+// call's, so no cache helps.
+func (s *httpServer) ttft(m *engine.Model, promptLen, salt int) time.Duration {
+	p := promptTokens(m, promptLen)
+	// Vary the second token: no slot shares more than BOS with it.
+	p[1] = engine.Token(100 + salt%(m.VocabSize()-100))
+	r, err := s.complete(map[string]any{"prompt": p, "max_tokens": 4, "temperature": 0, "stream": true})
+	if err != nil {
+		fatal("%s: ttft: %v", s.name, err)
 	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds[len(ds)/2]
+	return r.ttft
 }
 
 // phases reads Tadpole's tadpole_step_seconds sums and counts from

@@ -312,18 +312,14 @@ func httpTable(servers []*httpServer, m *engine.Model, streams []int, n, reps, p
 						waitQuiet(servers)
 						rawRounds = append(rawRounds, rawRun(st, temp))
 					}
-					for k := range servers {
-						i := k
-						if round%2 == 1 {
-							i = len(servers) - 1 - k
-						}
+					for _, i := range roundOrder(round, len(servers)) {
 						s := servers[i]
 						// Every run starts on a quiet machine: the other
 						// server (or this one) may still be working on what
 						// the last run left, or spinning its threads.
 						waitQuiet(servers)
 						failed := s.failed
-						rate, _ := s.run(c, m, n, 1)
+						rate := s.run(c, m, n)
 						if s.failed > failed {
 							// A failed request's generation may go on in
 							// the server: wait for it so that the next run
@@ -367,13 +363,9 @@ func httpTable(servers []*httpServer, m *engine.Model, streams []int, n, reps, p
 	// Five rounds, interleaved as above; a fresh prompt every time.
 	ttfts := make([][]float64, len(servers))
 	for round := 0; round < 5; round++ {
-		for k := range servers {
-			i := k
-			if round%2 == 1 {
-				i = len(servers) - 1 - k
-			}
+		for _, i := range roundOrder(round, len(servers)) {
 			waitQuiet(servers)
-			d := servers[i].ttft(m, promptLen, 1, round*len(servers)+i)
+			d := servers[i].ttft(m, promptLen, round*len(servers)+i)
 			ttfts[i] = append(ttfts[i], d.Seconds())
 		}
 	}
@@ -393,6 +385,19 @@ func httpTable(servers []*httpServer, m *engine.Model, streams []int, n, reps, p
 			fmt.Println("  " + n)
 		}
 	}
+}
+
+// roundOrder is the order n servers take their turns in a round: as
+// listed in even rounds, reversed in odd ones.
+func roundOrder(round, n int) []int {
+	order := make([]int, n)
+	for k := range order {
+		order[k] = k
+		if round%2 == 1 {
+			order[k] = n - 1 - k
+		}
+	}
+	return order
 }
 
 // median is the middle value (the mean of the two middle ones).
