@@ -31,6 +31,15 @@ func QuantizeTypes() []string {
 	return out
 }
 
+// CheckQuantizeType refuses a type Quantize does not accept (case does
+// not matter), naming the ones it does.
+func CheckQuantizeType(typ string) error {
+	if _, ok := quantTypes[strings.ToUpper(typ)]; !ok {
+		return fmt.Errorf("unsupported quantization %q (supported: %s)", typ, strings.Join(QuantizeTypes(), ", "))
+	}
+	return nil
+}
+
 // Quantize writes a copy of the GGUF model at in to out with its weights
 // quantized to typ (e.g. "Q4_K_M", case-insensitive) by llama.cpp's
 // quantizer, using threads threads (0: all CPUs). Tensors whose row size
@@ -38,10 +47,10 @@ func QuantizeTypes() []string {
 // llama.cpp's llama-quantize.
 func Quantize(in, out, typ string, threads int) error {
 	Init("")
-	ft, ok := quantTypes[strings.ToUpper(typ)]
-	if !ok {
-		return fmt.Errorf("unsupported quantization %q (supported: %s)", typ, strings.Join(QuantizeTypes(), ", "))
+	if err := CheckQuantizeType(typ); err != nil {
+		return err
 	}
+	ft := quantTypes[strings.ToUpper(typ)]
 	if _, err := checkFile(in); err != nil {
 		return err
 	}

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
@@ -56,8 +55,8 @@ func Types() []string { return engine.QuantizeTypes() }
 // CheckType refuses a type the engine does not offer (case does not
 // matter), before anything is streamed or written.
 func CheckType(typ string) error {
-	if !slices.Contains(Types(), strings.ToUpper(typ)) {
-		return errorf("unsupported quantization %q (supported: %s)", typ, strings.Join(Types(), ", "))
+	if err := engine.CheckQuantizeType(typ); err != nil {
+		return &Error{err.Error()}
 	}
 	return nil
 }
