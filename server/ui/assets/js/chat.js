@@ -112,11 +112,16 @@ async function pickModel(name, initial) {
   fill(e.modelSystem);
   state.info = null;
   if (!name) return;
+  let info;
   try {
-    state.info = await modelInfo(name);
+    info = await modelInfo(name);
   } catch (err) {
     return failed(err);
   }
+  // A later pick may have answered first (modelInfo caches): a stale
+  // answer must not overwrite its capabilities.
+  if (state.settings.model !== name) return;
+  state.info = info;
   const caps = state.info.capabilities || [];
   fill(e.caps, caps.map(c => h('span.badge.cap-' + c, c)));
   if (state.info.system) fill(e.modelSystem, h('span.muted', 'Model\'s system prompt: '), h('span.model-system-text', state.info.system));
