@@ -21,8 +21,11 @@
 // the generation and then gives the instance back (like database/sql's
 // Rows); the dialect reads its streams (content, thinking and tool calls
 // already split) and encodes them; errors are dialect.Errors written in
-// the dialect's shape. (Embeddings and reranking still take an instance
-// with infer.Service.Acquire and give it back with Release.) A
+// the dialect's shape (dialect.FromInfer turns infer's errors into
+// them). Embeddings, reranking and the vocabulary (llama-server's
+// /tokenize and /detokenize) hold an instance for one call only:
+// infer.Service's Embed, Rerank and WithVocab acquire and release it, so
+// no dialect calls Acquire or Release. A
 // dialect (and ollamagen) imports neither the engine (its runner
 // included; engine/grammar, a pure translation, is allowed), nor the
 // scheduler, nor another dialect: what it needs of them infer offers

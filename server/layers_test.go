@@ -39,7 +39,11 @@ var keyless = []string{"openai", "anthropic"}
 // *infer.Service is named only in that assertion, so the package's own
 // tests run on infertest's fake, which its code does not import. The
 // keyless dialects do not import server/auth, and server/dialect, the
-// kit every dialect uses, imports none of them.
+// kit every dialect uses, imports none of them. No dialect calls
+// Acquire or Release: infer's Generate, Embed, Rerank and WithVocab hold
+// an instance for the call, so the ordering rule lives there once. infer
+// imports neither the kit nor a dialect (its errors become answers in
+// dialect.FromInfer).
 func TestDialectsAreThin(t *testing.T) {
 	const mod = "github.com/tadpole-llm/tadpole/"
 	banned := func(pkg, path string) string {
@@ -79,12 +83,25 @@ func TestDialectsAreThin(t *testing.T) {
 					if isSelector(n, "infer", "Service") {
 						t.Errorf("%s names infer.Service: a dialect takes its own Inference interface", af.fset.Position(n.Pos()))
 					}
+					if call, ok := n.(*ast.CallExpr); ok {
+						if sel, ok := call.Fun.(*ast.SelectorExpr); ok && slices.Contains([]string{"Acquire", "AcquireFor", "Release"}, sel.Sel.Name) {
+							t.Errorf("%s calls %s: a dialect holds no instance itself (infer's Generate, Embed, Rerank and WithVocab acquire and release)", af.fset.Position(n.Pos()), sel.Sel.Name)
+						}
+					}
 					return true
 				})
 			}
 		}
 		if !asserted && (slices.Contains(dialects, d) || d == "ollamagen") {
 			t.Errorf("package %s has no `var _ Inference = (*infer.Service)(nil)`", d)
+		}
+	}
+	for _, af := range parseDir(t, "infer") {
+		for _, imp := range af.file.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if p := strings.TrimPrefix(path, mod+"server/"); p == "dialect" || slices.Contains(dialects, p) || slices.Contains(translators, p) {
+				t.Errorf("%s imports %s: infer speaks no API (dialect.FromInfer maps its errors)", af.name, path)
+			}
 		}
 	}
 	for _, af := range parseDir(t, "dialect") {

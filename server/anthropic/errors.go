@@ -25,10 +25,10 @@ func invalid(format string, args ...any) *Error {
 	return dialect.Errorf(http.StatusBadRequest, format, args...)
 }
 
-// inferError maps the generation path's errors (infer.HTTPError: its
+// inferError maps the generation path's errors (dialect.FromInfer: its
 // field errors and kinds) to their status.
 func inferError(err error) *Error {
-	return infer.HTTPError(err)
+	return dialect.FromInfer(err)
 }
 
 // asError turns any error a handler or middleware returns into the

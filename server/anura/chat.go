@@ -79,7 +79,7 @@ func (h *Handler) request(req *chatRequest) (*infer.Request, error) {
 		PresencePenalty: req.PresencePenalty, Stop: req.Stop, Seed: req.Seed,
 	}
 	if err := smp.Apply(&opts); err != nil {
-		return nil, infer.HTTPError(err)
+		return nil, dialect.FromInfer(err)
 	}
 	if req.MaxTokens != nil {
 		opts.NumPredict = *req.MaxTokens
@@ -120,7 +120,7 @@ func (h *Handler) chat(c echo.Context) error {
 	g, err := h.startWaiting(c.Request().Context(), ireq, &out)
 	switch {
 	case err != nil && !out.started:
-		return infer.HTTPError(err) // nothing sent yet: a plain error answer
+		return dialect.FromInfer(err) // nothing sent yet: a plain error answer
 	case err != nil:
 		return out.fail(err)
 	}
@@ -240,7 +240,7 @@ func (o *sse) end() error {
 // fail ends the stream with an error event (the error's status and
 // message) and "[DONE]".
 func (o *sse) fail(err error) error {
-	e := dialect.From(infer.HTTPError(err))
+	e := dialect.From(dialect.FromInfer(err))
 	o.send("error", map[string]any{"error": e.Message, "status": e.Status})
 	return o.end()
 }

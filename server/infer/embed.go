@@ -2,25 +2,28 @@ package infer
 
 import (
 	"context"
+	"errors"
 	"math"
 
 	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/server/usage"
 )
 
-// Embed returns the pooled, normalised embedding of each text and the
+// embed returns the pooled, normalised embedding of each text and the
 // number of tokens evaluated, computed by the instance's runner within
 // the request's window: a text longer than the window (or the embedding
 // context's batch) is cut to fit when truncate is set, else it is an
-// error. The tokens count towards the request's API key and the token
+// error (a ParamError about "input", as is a text the vocabulary
+// cannot tokenize). The tokens count towards the request's API key and the token
 // counter like a generation's prompt. The request holds a place in the
 // queue bound (--max-queue) while it waits and is computed.
-func (in *Instance) Embed(ctx context.Context, texts []string, truncate bool) ([][]float32, int, error) {
+func (in *Instance) embed(ctx context.Context, texts []string, truncate bool) ([][]float32, int, error) {
 	prompts := make([][]engine.Token, len(texts))
 	for i, text := range texts {
 		toks, err := in.si.Model.Tokenize(text, true, false)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, &ParamError{Param: "input", Message: err.Error()}
 		}
 		prompts[i] = toks
 	}
@@ -31,7 +34,13 @@ func (in *Instance) Embed(ctx context.Context, texts []string, truncate bool) ([
 		return err
 	})
 	if err != nil {
-		return nil, 0, err
+		if _, ok := err.(*Error); ok {
+			return nil, 0, err // the queue bound
+		}
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, runner.ErrClosed) {
+			return nil, 0, Errorf(Internal, "embed: %v", err)
+		}
+		return nil, 0, &ParamError{Param: "input", Message: err.Error()}
 	}
 	usage.AddTokens(ctx, n, 0)
 	in.telemetry.Embedding(ctx, in.Name, n)

@@ -11,9 +11,9 @@ import (
 	"github.com/tadpole-llm/tadpole/server/usage"
 )
 
-// CheckReranker refuses, from its GGUF header and before it is loaded, a
+// checkReranker refuses, from its GGUF header and before it is loaded, a
 // model that cannot rank (engine.RerankError), naming it.
-func (s *Service) CheckReranker(model string) error {
+func (s *Service) checkReranker(model string) error {
 	entry, err := s.resolve(model)
 	if err != nil {
 		return err
@@ -32,13 +32,13 @@ func (s *Service) CheckReranker(model string) error {
 // (for its capabilities).
 func IsReranker(f *gguf.File) bool { return engine.RerankError(f) == nil }
 
-// Rerank scores each document against the query with the instance's
+// rerank scores each document against the query with the instance's
 // reranker, as llama-server does (engine.Model.RerankTokens builds each
 // pair), within the request's window; a pair longer than the window (or
 // the embedding context's batch) is an error naming the document. The
 // tokens count towards the request's API key and the token counter like
 // embeddings, and it holds a place in the queue bound as they do.
-func (in *Instance) Rerank(ctx context.Context, query string, docs []string) ([]float32, int, error) {
+func (in *Instance) rerank(ctx context.Context, query string, docs []string) ([]float32, int, error) {
 	pairs := make([][]engine.Token, len(docs))
 	for i, d := range docs {
 		toks, err := in.si.Model.RerankTokens(query, d)

@@ -17,5 +17,5 @@ type Vocab interface {
 
 var _ Vocab = (*engine.Model)(nil)
 
-// Vocab is the vocabulary of the instance's model.
-func (in *Instance) Vocab() Vocab { return in.si.Model }
+// vocab is the vocabulary of the instance's model.
+func (in *Instance) vocab() Vocab { return in.si.Model }

@@ -2,7 +2,6 @@ package ollama
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"time"
 
@@ -30,41 +29,25 @@ func (h *Handler) embed(c echo.Context) error {
 	if req.Dimensions < 0 {
 		return errorf(http.StatusBadRequest, "dimensions must be positive")
 	}
-	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, ollamagen.KeepAlive(req.KeepAlive))
+	target := infer.Target{Model: req.Model, Options: opts, KeepAlive: ollamagen.KeepAlive(req.KeepAlive)}
+	embs, err := h.Infer.Embed(c.Request().Context(), target, inputs, req.Truncate == nil || *req.Truncate)
 	if err != nil {
 		return inferError(err)
 	}
-	defer in.Release()
 	// load_duration as Ollama has it: until the model was ready, loaded
 	// by this request or not (always sent: the Vercel AI SDK requires it).
-	resp := ollamaapi.EmbedResponse{Model: req.Model, Embeddings: [][]float32{}, LoadDuration: time.Since(start)}
-	if len(inputs) > 0 {
-		embs, n, err := in.Embed(c.Request().Context(), inputs, req.Truncate == nil || *req.Truncate)
-		if err != nil {
-			return embedError(err)
-		}
-		for _, e := range embs {
-			if req.Dimensions > 0 {
-				if req.Dimensions > len(e) {
-					return errorf(http.StatusBadRequest, "dimensions %d is more than the model's %d", req.Dimensions, len(e))
-				}
-				e = infer.Renormalize(e[:req.Dimensions])
+	resp := ollamaapi.EmbedResponse{Model: req.Model, Embeddings: [][]float32{}, LoadDuration: embs.Ready.Sub(start), PromptEvalCount: embs.Tokens}
+	for _, e := range embs.Vectors {
+		if req.Dimensions > 0 {
+			if req.Dimensions > len(e) {
+				return errorf(http.StatusBadRequest, "dimensions %d is more than the model's %d", req.Dimensions, len(e))
 			}
-			resp.Embeddings = append(resp.Embeddings, e)
+			e = infer.Renormalize(e[:req.Dimensions])
 		}
-		resp.PromptEvalCount = n
+		resp.Embeddings = append(resp.Embeddings, e)
 	}
 	resp.TotalDuration = time.Since(start)
 	return c.JSON(http.StatusOK, resp)
-}
-
-// embedError is an embedding's error: the queue bound's 503, or the
-// input's 400.
-func embedError(err error) error {
-	if e := (*infer.Error)(nil); errors.As(err, &e) {
-		return inferError(err)
-	}
-	return errorf(http.StatusBadRequest, "%v", err)
 }
 
 // embedInputs accepts a string or a list of strings; an empty string or
@@ -97,18 +80,18 @@ func (h *Handler) embeddings(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, ollamagen.KeepAlive(req.KeepAlive))
+	var prompts []string // none: load the model only
+	if req.Prompt != "" {
+		prompts = []string{req.Prompt}
+	}
+	target := infer.Target{Model: req.Model, Options: opts, KeepAlive: ollamagen.KeepAlive(req.KeepAlive)}
+	embs, err := h.Infer.Embed(c.Request().Context(), target, prompts, true)
 	if err != nil {
 		return inferError(err)
 	}
-	defer in.Release()
 	resp := ollamaapi.EmbeddingResponse{Embedding: []float64{}}
-	if req.Prompt != "" {
-		embs, _, err := in.Embed(c.Request().Context(), []string{req.Prompt}, true)
-		if err != nil {
-			return embedError(err)
-		}
-		for _, v := range embs[0] {
+	for _, e := range embs.Vectors {
+		for _, v := range e {
 			resp.Embedding = append(resp.Embedding, float64(v))
 		}
 	}

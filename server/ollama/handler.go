@@ -30,8 +30,8 @@ type Handler struct {
 // for the package's own tests.
 type Inference interface {
 	ollamagen.Inference
-	Acquire(ctx context.Context, model string, opts ollamaapi.Options, keepAlive *time.Duration) (*infer.Instance, error)
-	CheckReranker(model string) error
+	Embed(ctx context.Context, t infer.Target, texts []string, truncate bool) (*infer.Embeddings, error)
+	Rerank(ctx context.Context, t infer.Target, query string, docs []string) ([]float32, int, error)
 	Loaded() []infer.Loaded
 	KeepAlive() time.Duration
 	PromptCache() (infer.CacheStats, bool)
@@ -87,5 +87,5 @@ func decode(c echo.Context, v any) error {
 
 // inferError maps the generation path's errors to Ollama's status codes.
 func inferError(err error) error {
-	return infer.HTTPError(err)
+	return dialect.FromInfer(err)
 }

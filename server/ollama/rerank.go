@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/ollamagen"
 	"github.com/tadpole-llm/tadpole/server/rerankapi"
@@ -40,16 +41,8 @@ func (h *Handler) rerank(c echo.Context) error {
 	if err := req.Check(); err != nil {
 		return inferError(err)
 	}
-	if err := h.Infer.CheckReranker(req.Model); err != nil {
-		return inferError(err)
-	}
-	ctx := c.Request().Context()
-	in, err := h.Infer.Acquire(ctx, req.Model, opts, ollamagen.KeepAlive(raw.KeepAlive))
-	if err != nil {
-		return inferError(err)
-	}
-	defer in.Release()
-	scores, tokens, err := in.Rerank(ctx, *req.Query, req.Texts())
+	target := infer.Target{Model: req.Model, Options: opts, KeepAlive: ollamagen.KeepAlive(raw.KeepAlive)}
+	scores, tokens, err := h.Infer.Rerank(c.Request().Context(), target, *req.Query, req.Texts())
 	if err != nil {
 		return inferError(err)
 	}

@@ -183,4 +183,4 @@ func errorf(code int, format string, args ...any) error {
 	return dialect.Errorf(code, format, args...)
 }
 
-func inferError(err error) error { return infer.HTTPError(err) }
+func inferError(err error) error { return dialect.FromInfer(err) }

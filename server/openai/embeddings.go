@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"math"
 	"net/http"
 
@@ -41,19 +40,12 @@ func (h *Handler) embeddings(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in, err := h.Infer.Acquire(c.Request().Context(), req.Model, opts, nil)
+	embs, err := h.Infer.Embed(c.Request().Context(), infer.Target{Model: req.Model, Options: opts}, inputs, true)
 	if err != nil {
 		return inferError(err, req.Model)
 	}
-	defer in.Release()
-	embs, tokens, err := in.Embed(c.Request().Context(), inputs, true)
-	if e := (*infer.Error)(nil); errors.As(err, &e) {
-		return inferError(err, req.Model) // the queue bound
-	} else if err != nil {
-		return invalid("input", "%v", err)
-	}
-	out := EmbeddingList{Object: "list", Model: req.Model, Data: make([]Embedding, len(embs))}
-	for i, e := range embs {
+	out := EmbeddingList{Object: "list", Model: req.Model, Data: make([]Embedding, len(embs.Vectors))}
+	for i, e := range embs.Vectors {
 		if req.Dimensions != nil {
 			if *req.Dimensions > len(e) {
 				return invalid("dimensions", "Invalid 'dimensions': %d. Model '%s' has %d dimensions.", *req.Dimensions, req.Model, len(e))
@@ -66,7 +58,7 @@ func (h *Handler) embeddings(c echo.Context) error {
 		}
 		out.Data[i] = Embedding{Object: "embedding", Embedding: v, Index: i}
 	}
-	out.Usage.PromptTokens, out.Usage.TotalTokens = tokens, tokens
+	out.Usage.PromptTokens, out.Usage.TotalTokens = embs.Tokens, embs.Tokens
 	return c.JSON(http.StatusOK, out)
 }
 

@@ -39,7 +39,7 @@ func modelNotFound(model string) *Error { return dialect.OpenAIModelNotFound(mod
 // status and message, with OpenAI's codes and its words for an unknown
 // model.
 func inferError(err error, model string) *Error {
-	return dialect.OpenAICodes(infer.HTTPError(err), model)
+	return dialect.OpenAICodes(dialect.FromInfer(err), model)
 }
 
 // asError turns any error a handler or middleware returns into OpenAI's

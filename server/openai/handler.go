@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -29,10 +28,11 @@ type Handler struct {
 // for the package's own tests.
 type Inference interface {
 	Generate(ctx context.Context, reqs ...*infer.Request) (*infer.Generation, error)
-	Acquire(ctx context.Context, model string, opts ollamaapi.Options, keepAlive *time.Duration) (*infer.Instance, error)
+	Embed(ctx context.Context, t infer.Target, texts []string, truncate bool) (*infer.Embeddings, error)
+	Rerank(ctx context.Context, t infer.Target, query string, docs []string) ([]float32, int, error)
+	WithVocab(ctx context.Context, t infer.Target, f func(infer.Vocab) error) error
 	ModelOptionsFrom(model string, base ollamaapi.Options) (ollamaapi.Options, error)
 	Limits() infer.MediaLimits
-	CheckReranker(model string) error
 	ApplyTemplate(ctx context.Context, req *infer.Request) (string, error)
 	LoRAAdapters(ctx context.Context, model string) ([]infer.LoRAAdapter, error)
 	SetLoRAScales(ctx context.Context, model string, scales map[int]float32) ([]infer.LoRAAdapter, error)

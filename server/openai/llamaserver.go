@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 
 	"net/http"
 	"unicode/utf8"
@@ -71,12 +72,11 @@ func (h *Handler) vocabOf(c echo.Context, model string, f func(m infer.Vocab) er
 	if err != nil {
 		return err
 	}
-	in, err := h.Infer.Acquire(c.Request().Context(), model, opts, nil)
-	if err != nil {
-		return inferError(err, model)
+	err = h.Infer.WithVocab(c.Request().Context(), infer.Target{Model: model, Options: opts}, f)
+	if e := (*dialect.Error)(nil); err != nil && !errors.As(err, &e) {
+		return inferError(err, model) // not f's own answer
 	}
-	defer in.Release()
-	return f(in.Vocab())
+	return err
 }
 
 func (h *Handler) tokenize(c echo.Context) error {

@@ -3,6 +3,7 @@ package openai
 import (
 	"errors"
 
+	"github.com/tadpole-llm/tadpole/server/dialect"
 	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/openaisampling"
@@ -38,7 +39,7 @@ func (s sampling) apply(opts *ollamaapi.Options) (int, error) {
 func paramError(err error) error {
 	var pe *infer.ParamError
 	if errors.As(err, &pe) {
-		return infer.HTTPError(err)
+		return dialect.FromInfer(err)
 	}
 	return err
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/rerankapi"
 )
 
@@ -25,20 +26,11 @@ func (h *Handler) rerank(c echo.Context) error {
 	if err := req.Check(); err != nil {
 		return inferError(err, req.Model)
 	}
-	if err := h.Infer.CheckReranker(req.Model); err != nil {
-		return inferError(err, req.Model)
-	}
 	opts, err := h.options(req.Model, -1)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	in, err := h.Infer.Acquire(ctx, req.Model, opts, nil)
-	if err != nil {
-		return inferError(err, req.Model)
-	}
-	defer in.Release()
-	scores, tokens, err := in.Rerank(ctx, *req.Query, req.Texts())
+	scores, tokens, err := h.Infer.Rerank(c.Request().Context(), infer.Target{Model: req.Model, Options: opts}, *req.Query, req.Texts())
 	if err != nil {
 		return inferError(err, req.Model)
 	}

@@ -3,7 +3,7 @@
 // strings or {"text": …} objects, top_n, return_documents), which
 // OpenAI's door (server/openai, /v1/rerank) and Ollama's (server/ollama,
 // Tadpole's /api/rerank) both speak. Scoring is infer's
-// (Service.CheckReranker, Instance.Rerank). The types were infer's
+// (Service.Rerank). The types were infer's
 // (infer.RerankRequest, …): server/infer speaks no API's vocabulary.
 // Errors are infer.ParamErrors naming the field, which each dialect
 // answers in its shape.

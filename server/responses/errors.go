@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/tadpole-llm/tadpole/server/dialect"
-	"github.com/tadpole-llm/tadpole/server/infer"
 	"github.com/tadpole-llm/tadpole/server/jobs"
 )
 
@@ -47,5 +46,5 @@ func internal(err error) *dialect.Error {
 // inferError maps the generation path's errors to OpenAI's, as the chat
 // dialect does.
 func inferError(err error, model string) *dialect.Error {
-	return dialect.OpenAICodes(infer.HTTPError(err), model)
+	return dialect.OpenAICodes(dialect.FromInfer(err), model)
 }

@@ -570,7 +570,7 @@ func (h *Handler) build(p *prepared) error {
 	}
 	smp := openaisampling.Fields{Temperature: req.Temperature, TopP: req.TopP}
 	if err := smp.Apply(&opts); err != nil {
-		return infer.HTTPError(err)
+		return dialect.FromInfer(err)
 	}
 	if req.MaxOutputTokens != nil {
 		opts.NumPredict = int(*req.MaxOutputTokens)

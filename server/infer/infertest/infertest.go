@@ -126,19 +126,99 @@ func (s *Service) CountTokens(ctx context.Context, req *infer.Request) (int, err
 // Limits returns Media.
 func (s *Service) Limits() infer.MediaLimits { return s.Media }
 
-// Acquire returns Err, or an Unavailable error: the fake has no engine
-// to compute embeddings or scores on, so the routes that take an
-// instance of their own run on the real engine only (./server).
-func (s *Service) Acquire(ctx context.Context, model string, opts ollamaapi.Options, keepAlive *time.Duration) (*infer.Instance, error) {
+// Embed records the target's model and returns Err, or one vector per
+// text (Vector), Tokens(text) tokens each, ready now.
+func (s *Service) Embed(ctx context.Context, t infer.Target, texts []string, truncate bool) (*infer.Embeddings, error) {
+	s.record(&infer.Request{Model: t.Model, Options: t.Options, KeepAlive: t.KeepAlive})
 	if s.Err != nil {
 		return nil, s.Err
 	}
-	return nil, infer.Errorf(infer.Unavailable, "infertest: no engine to load %q on", model)
+	out := &infer.Embeddings{Ready: time.Now()}
+	for _, text := range texts {
+		out.Vectors = append(out.Vectors, Vector(text))
+		out.Tokens += len(text)
+	}
+	return out, nil
 }
 
-// CheckReranker returns OptionsErr (the model's header read as
-// infer reads it before loading).
-func (s *Service) CheckReranker(model string) error { return s.OptionsErr }
+// Dims is the length of the fake model's embeddings.
+const Dims = 4
+
+// Vector is the fake model's embedding of text: Dims values from its
+// bytes, normalised.
+func Vector(text string) []float32 {
+	v := make([]float32, Dims)
+	for i := 0; i < len(text); i++ {
+		v[i%Dims] += float32(text[i])
+	}
+	if len(text) == 0 {
+		v[0] = 1
+	}
+	return infer.Renormalize(v)
+}
+
+// Rerank records the target's model and returns OptionsErr or Err, or a
+// score per document (Score), and the bytes of the pairs as tokens.
+func (s *Service) Rerank(ctx context.Context, t infer.Target, query string, docs []string) ([]float32, int, error) {
+	s.record(&infer.Request{Model: t.Model, Options: t.Options, KeepAlive: t.KeepAlive})
+	if s.OptionsErr != nil {
+		return nil, 0, s.OptionsErr
+	}
+	if s.Err != nil {
+		return nil, 0, s.Err
+	}
+	scores := make([]float32, len(docs))
+	n := 0
+	for i, d := range docs {
+		scores[i] = Score(query, d)
+		n += len(query) + len(d)
+	}
+	return scores, n, nil
+}
+
+// Score is the fake reranker's score of doc for query: the share of the
+// query's bytes that doc holds.
+func Score(query, doc string) float32 {
+	if query == "" {
+		return 0
+	}
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if strings.IndexByte(doc, query[i]) >= 0 {
+			n++
+		}
+	}
+	return float32(n) / float32(len(query))
+}
+
+// WithVocab records the target's model and returns Err, or f's answer
+// on the fake vocabulary: each byte a token (Tokens, Text), ids
+// 0..255; special tokens are none, so add and parse change nothing.
+func (s *Service) WithVocab(ctx context.Context, t infer.Target, f func(infer.Vocab) error) error {
+	s.record(&infer.Request{Model: t.Model, Options: t.Options, KeepAlive: t.KeepAlive})
+	if s.Err != nil {
+		return s.Err
+	}
+	return f(byteVocab{})
+}
+
+// byteVocab is the fake model's vocabulary: one token a byte.
+type byteVocab struct{}
+
+func (byteVocab) VocabSize() int { return 256 }
+
+func (byteVocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]infer.Token, error) {
+	return Tokens(text), nil
+}
+
+func (byteVocab) TokenPiece(t infer.Token, special bool) []byte {
+	if t < 0 || t > 255 {
+		return nil
+	}
+	return []byte{byte(t)}
+}
+
+func (byteVocab) Detokenize(toks []infer.Token, special bool) string { return Text(toks) }
 
 // ApplyTemplate records req and returns Template, or Err.
 func (s *Service) ApplyTemplate(ctx context.Context, req *infer.Request) (string, error) {
