@@ -57,7 +57,7 @@ func OpenAIModelNotFound(model string) *Error {
 }
 
 // OpenAICodes gives e, a generation path's error mapped to its status
-// (dialect.FromInfer), OpenAI's codes and its words for an unknown model:
+// (FromInfer), OpenAI's codes and its words for an unknown model:
 // the chat, completions, embeddings and Responses doors answer alike.
 func OpenAICodes(e *Error, model string) *Error {
 	switch e.Status {
