@@ -129,6 +129,13 @@ var scriptedFamilies = []struct {
 	{"Kimi-K2-Instruct.jinja", testmodels.KimiK2, true, "", ""},
 	{"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", testmodels.DeepSeekR1Distill, false, "", ""},
 	{"ibm-granite-granite-4.1.jinja", testmodels.Granite4, true, "", ""},
+	{"google-gemma-4-31B-it.jinja", testmodels.Gemma4, false, "", ""},
+	{"google-gemma-4-31B-it-interleaved.jinja", testmodels.Gemma4, false, "", ""},
+	{"deepseek-ai-DeepSeek-V4.jinja", testmodels.DeepSeekV4, false, `{"thinking": true}`, ""},
+	{"deepseek-ai-DeepSeek-V4-Flash-0731.jinja", testmodels.DeepSeekV4, false, `{"thinking": true}`, ""},
+	{"LFM2-8B-A1B.jinja", testmodels.LFM2, true, "", ""},
+	{"LFM2.5-8B-A1B.jinja", testmodels.LFM25, false, "", ""},
+	{"StepFun3.5-Flash.jinja", testmodels.StepFun35, false, "", ""},
 }
 
 // listedDifferences are the differences from llama-server that are
@@ -142,6 +149,13 @@ var listedDifferences = map[string]string{
 	"GLM-4.6.jinja/turn2":                             "GLM writes a newline after <|assistant|>: llama-server's GLM parser drops it from content, Tadpole keeps content as written",
 	"MiniMax-M2.jinja/turn1":                          "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
 	"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja/turn1": "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
+	"StepFun3.5-Flash.jinja/turn1":                    "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
+	// The older Gemma 4 template reads tool results only from an
+	// assistant turn's tool_responses: llama-server moves them there
+	// (templatediff lists the rendering difference), Tadpole renders the
+	// tool turn as written, so its prompt ends in a "tool" turn and a
+	// generation prompt, where the scripted model starts over.
+	"google-gemma-4-31B-it-interleaved.jinja/turn2": "the prompts differ (templatediff: llama-server rewrites tool results into the assistant turn for this template); Tadpole's model answers its own prompt",
 	// Not a parse: llama-server's lazy grammar for Seed-OSS does not let
 	// the model end after </seed:tool_call>, so the scripted model (flat
 	// logits off its script) writes a second call of garbage; Tadpole's

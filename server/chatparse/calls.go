@@ -181,8 +181,10 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 		return p.miniMax(body)
 	case apertusCallsBegin:
 		return p.apertus(body)
-	case dsmlCallsBegin:
+	case dsmlCallsBegin, dsmlToolCallsBegin:
 		return p.invokes(body, dsml)
+	case gemma4CallBegin:
+		return p.gemma4(body)
 	case lfmCallsBegin:
 		return p.pythonic(body)
 	}

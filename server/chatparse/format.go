@@ -61,12 +61,15 @@ const (
 	// DSML: DeepSeek V3.2's <｜DSML｜function_calls><｜DSML｜invoke
 	// name="NAME"><｜DSML｜parameter name="KEY" string="true|false">…
 	DSML
+	// Gemma4: Gemma 4's <|tool_call>call:NAME{key:<|"|>text<|"|>,…}<tool_call|>
+	// (gemma4.go); thinking in <|channel>thought…<channel|>.
+	Gemma4
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4",
 }
 
 func (f Format) String() string {
@@ -85,6 +88,8 @@ func DetectFormat(template string) Format {
 		return Harmony
 	case has(dsml):
 		return DSML
+	case has(gemma4CallBegin + "call:"):
+		return Gemma4
 	case has(deepSeekCallsBegin):
 		return DeepSeek
 	case has(kimiSectionBegin):
@@ -95,7 +100,7 @@ func DetectFormat(template string) Format {
 		return Seed
 	case has(apertusCallsBegin):
 		return Apertus
-	case has(lfmCallsBegin), has("List of tools: ["):
+	case has(lfmCallsBegin), has("List of tools: ["), has("<|tool_list_start|>"):
 		return LFM2
 	case has("<|tool_call|>"):
 		return Granite
@@ -148,6 +153,9 @@ const (
 	dsml           = "｜DSML｜"
 	dsmlCallsBegin = "<" + dsml + "function_calls>"
 	dsmlCallsEnd   = "</" + dsml + "function_calls>"
+	// DeepSeek V4 names the block tool_calls.
+	dsmlToolCallsBegin = "<" + dsml + "tool_calls>"
+	dsmlToolCallsEnd   = "</" + dsml + "tool_calls>"
 )
 
 // ThinkingEnd is the close tag of the first thinking pair a template
@@ -168,7 +176,8 @@ var thinkingTags = [][2]string{
 	{"<|START_THINKING|>", "<|END_THINKING|>"},
 	{"<thinking>", "</thinking>"},
 	{"<seed:think>", "</seed:think>"},
-	{"<|inner_prefix|>", "<|inner_suffix|>"}, // Apertus
+	{"<|inner_prefix|>", "<|inner_suffix|>"},      // Apertus
+	{gemma4Channel + "thought", gemma4ChannelEnd}, // Gemma 4
 }
 
 // callMarker is markup that opens a tool call: blocks end at close;
@@ -209,7 +218,9 @@ func markers(f Format) []callMarker {
 	case LFM2:
 		return []callMarker{{lfmCallsBegin, lfmCallsEnd}}
 	case DSML:
-		return []callMarker{{dsmlCallsBegin, dsmlCallsEnd}}
+		return []callMarker{{dsmlCallsBegin, dsmlCallsEnd}, {dsmlToolCallsBegin, dsmlToolCallsEnd}}
+	case Gemma4:
+		return []callMarker{{gemma4CallBegin, gemma4CallEnd}}
 	}
 	return nil
 }
@@ -219,7 +230,7 @@ func markers(f Format) []callMarker {
 // JSON; so does a forced call's grammar for them). Hermes and Command-R
 // models mark their calls, and their answers may well be JSON.
 func jsonAnswers(f Format) bool {
-	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML
+	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML || f == Gemma4
 }
 
 // Markup is the markup the parser reads for o: thinking tags, call
@@ -233,6 +244,7 @@ func Markup(o Options) []string {
 		for _, t := range thinkingTags {
 			out = append(out, t[0], t[1])
 		}
+		out = append(out, gemma4Channel) // Gemma 4's "<|channel>thought": two tokens
 	}
 	for _, m := range markers(o.Format) {
 		out = append(out, m.open)
@@ -247,6 +259,8 @@ func Markup(o Options) []string {
 		out = append(out, deepSeekCallBegin, deepSeekCallEnd, deepSeekSep)
 	case Kimi:
 		out = append(out, kimiCallBegin, kimiArgsBegin, kimiCallEnd)
+	case Gemma4:
+		out = append(out, gemma4Quote)
 	case Harmony:
 		out = append(out, harmonyStart, harmonyChannel, harmonyMessage, harmonyConstrain, harmonyEnd)
 	}

@@ -91,7 +91,7 @@ func TestGrammarRules(t *testing.T) {
 		{Name: "get_time", Parameters: []byte(`null`)},
 		{Name: "tree", Parameters: []byte(`{"type": "object", "properties": {"node": {"$ref": "#/definitions/node"}}, "definitions": {"node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/definitions/node"}}}}}}`)},
 	}
-	for f := Generic; f <= DSML; f++ {
+	for f := Generic; f <= Gemma4; f++ {
 		for _, o := range []Options{{Format: f}, {Format: f, Thinking: true}, {Format: f, Thinking: true, StartInThinking: true}} {
 			for _, only := range []string{"", "get_time", "tree"} {
 				g, err := Grammar(o, tools, only)

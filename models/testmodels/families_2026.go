@@ -1,0 +1,85 @@
+package testmodels
+
+import "strings"
+
+// Scripted models of the families of 2026 (issue 35): Gemma 4, DeepSeek
+// V4, LFM2 and LFM2.5 8B-A1B, StepFun 3.5 Flash.
+
+// gemma4Specials are Gemma 4's control tokens (llama.cpp preserves the
+// channel and call markers, so they print).
+var gemma4Specials = []string{"<|turn>", "<turn|>", "<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>",
+	"<|tool>", "<tool|>", "<|tool_response>", "<|think|>"}
+
+// Gemma4 is the scripted Gemma 4 model (google-gemma-4-31B-it.jinja and
+// its -interleaved edition, thinking on): after "<|turn>model\n",
+//
+//	<|channel>thought\nREASONING<channel|><|tool_call>call:get_weather{city:<|"|>Paris<|"|>,unit:{…},note:<|"|>…<|"|>}<tool_call|>
+//
+// (the arguments in the template's own object syntax, strings between
+// <|"|> quotes), then <|tool_response> (an end of generation: the
+// runtime writes the result there), and after the tool result, which the template writes
+// as "<|tool_response>response:get_weather{…}<tool_response|>" with no
+// generation prompt after it, the answer and <turn|>. (llama.cpp takes
+// </s> off the end-of-generation tokens of a vocabulary with
+// <|tool_response>, so the script ends its turns with Gemma's own.)
+func Gemma4(tmpl string) FamilyScript {
+	const q = `<|"|>`
+	turn1 := append([]string{"<|channel>", "thought"}, withNewlines(familyReasoning, "\n", "")...)
+	turn1 = append(turn1, "<channel|>", "<|tool_call>", "call:"+FamilyTool+"{city:"+q+"Paris"+q+",", "unit:{scale:"+q+"celsius"+q+",precise:true},",
+		"note:"+q+familyNote+q+"}", "<tool_call|>", "<|tool_response>")
+	return FamilyScript{
+		Name: "Tadpole scripted Gemma 4 test model", Template: tmpl, Specials: gemma4Specials,
+		UserTokens: []string{q},
+		Trigger:    "<0x0A>", Trigger2: "<tool_response|>", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append(append([]string(nil), familyAnswer...), "<turn|>"),
+	}
+}
+
+// DeepSeekV4 is the scripted DeepSeek V4 model
+// (deepseek-ai-DeepSeek-V4.jinja and V4-Flash-0731, thinking on):
+// DeepSeek V3.2's script with the call block named tool_calls, as V4's
+// template teaches it:
+//
+//	REASONING</think>\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name="get_weather">…</｜DSML｜invoke>\n</｜DSML｜tool_calls>
+//
+// and after the tool result (<tool_result>…, then "<｜Assistant｜><think>"
+// again), "</think>" and the answer.
+func DeepSeekV4(tmpl string) FamilyScript {
+	s := DeepSeekV32(tmpl)
+	s.Name = "Tadpole scripted DeepSeek V4 test model"
+	s.Turn1 = append([]string(nil), s.Turn1...)
+	for i, p := range s.Turn1 {
+		s.Turn1[i] = strings.ReplaceAll(p, "function_calls>", "tool_calls>")
+	}
+	return s
+}
+
+// LFM2 is the scripted LFM2 model (LFM2-8B-A1B.jinja: tools between
+// <|tool_list_start|> and <|tool_list_end|>, no thinking): after
+// "<|im_start|>assistant\n",
+//
+//	<|tool_call_start|>[get_weather(city="Paris", unit={…}, note="…")]<|tool_call_end|>
+//
+// and after the tool result (its "sky"), the answer.
+func LFM2(tmpl string) FamilyScript {
+	s := LFM25(tmpl)
+	s.Name = "Tadpole scripted LFM2 test model"
+	for i, p := range s.Turn1 {
+		if p == "<|tool_call_start|>" {
+			s.Turn1 = s.Turn1[i:]
+			break
+		}
+	}
+	s.UserTokens = []string{"<|tool_call_start|>", "<|tool_call_end|>", "<|tool_list_start|>", "<|tool_list_end|>"}
+	return s
+}
+
+// StepFun35 is the scripted StepFun 3.5 Flash model
+// (StepFun3.5-Flash.jinja): Qwen 3.5's script, whose prompt also ends
+// "<|im_start|>assistant\n<think>\n" and whose calls are Qwen3-Coder's
+// XML; the tool result is a "tool_response" turn holding <tool_response>.
+func StepFun35(tmpl string) FamilyScript {
+	s := Qwen35(tmpl)
+	s.Name = "Tadpole scripted StepFun 3.5 Flash test model"
+	return s
+}
