@@ -136,6 +136,7 @@ var scriptedFamilies = []struct {
 	{"LFM2-8B-A1B.jinja", testmodels.LFM2, true, "", ""},
 	{"LFM2.5-8B-A1B.jinja", testmodels.LFM25, false, "", ""},
 	{"StepFun3.5-Flash.jinja", testmodels.StepFun35, false, "", ""},
+	{"NVIDIA-Nemotron-Nano-v2.jinja", testmodels.NemotronNanoV2, false, "", ""},
 }
 
 // listedDifferences are the differences from llama-server that are
@@ -171,6 +172,8 @@ var listedDifferences = map[string]string{
 	// content, where llama-server's Qwen3 parser drops it as Tadpole does.
 	"Qwen-QwQ-32B.jinja/turn1":                             "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the blank line after </think> as content; Tadpole trims whitespace around the thinking",
 	"Qwen-QwQ-32B.jinja/turn2":                             "llama-server keeps the blank line after </think> at the start of content; Tadpole drops whitespace after a thinking block",
+	"NVIDIA-Nemotron-Nano-v2.jinja/turn1":                  "llama-server keeps the newline before </think> in reasoning_content and the blank line after </think> as content; Tadpole trims whitespace around the thinking",
+	"NVIDIA-Nemotron-Nano-v2.jinja/turn2":                  "llama-server keeps the blank line after </think> at the start of content; Tadpole drops whitespace after a thinking block",
 	"HuggingFaceTB-SmolLM3-3B.jinja/turn1":                 "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the blank line after </think> in content; Tadpole trims whitespace around the thinking (neither parses the call: the template shows no call syntax)",
 	"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja/turn1": "llama-server writes <｜end▁of▁sentence｜> (a preserved token of its parser) into the text, and unstreamed the call then fails to parse (500); streamed, it keeps the newlines inside the thinking and the blank line after </think> as content, which Tadpole trims",
 	"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja/turn2": "llama-server writes <｜end▁of▁sentence｜> (a preserved token of its parser) into content; Tadpole stops at the end-of-generation token",

@@ -83,3 +83,23 @@ func StepFun35(tmpl string) FamilyScript {
 	s.Name = "Tadpole scripted StepFun 3.5 Flash test model"
 	return s
 }
+
+// NemotronNanoV2 is the scripted Nemotron Nano 2 model
+// (NVIDIA-Nemotron-Nano-v2.jinja, thinking on): its prompt ends
+// "<SPECIAL_11>Assistant\n<think>\n", so it writes
+//
+//	REASONING\n</think>\n\n<TOOLCALL>[{"name": "get_weather", "arguments": ARGUMENTS}]</TOOLCALL>
+//
+// and after the tool result (a user turn "<TOOL_RESPONSE>[…]", holding
+// its "sky"), "</think>\n\n" and the answer.
+func NemotronNanoV2(tmpl string) FamilyScript {
+	turn1 := append(withNewlines(familyReasoning, "", "\n"), "</think>", "\n\n", "<TOOLCALL>", `[{"name": "`+FamilyTool+`", "arguments": `)
+	turn1 = append(append(turn1, familyArguments...), "}]", "</TOOLCALL>")
+	return FamilyScript{
+		Name: "Tadpole scripted Nemotron Nano 2 test model", Template: tmpl,
+		Specials:   []string{"<SPECIAL_10>", "<SPECIAL_11>", "<SPECIAL_12>"},
+		UserTokens: []string{"<think>", "</think>", "<TOOLCALL>", "</TOOLCALL>", "<TOOL_RESPONSE>", "</TOOL_RESPONSE>"},
+		Trigger:    "<0x0A>", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append([]string{"</think>", "\n\n"}, familyAnswer...),
+	}
+}

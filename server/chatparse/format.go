@@ -64,12 +64,14 @@ const (
 	// Gemma4: Gemma 4's <|tool_call>call:NAME{key:<|"|>text<|"|>,…}<tool_call|>
 	// (gemma4.go); thinking in <|channel>thought…<channel|>.
 	Gemma4
+	// NemotronV2: Nemotron Nano 2's <TOOLCALL>[{"name": …, "arguments": …}, …]</TOOLCALL>.
+	NemotronV2
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2",
 }
 
 func (f Format) String() string {
@@ -90,6 +92,8 @@ func DetectFormat(template string) Format {
 		return DSML
 	case has(gemma4CallBegin + "call:"):
 		return Gemma4
+	case has(nemotronCallsBegin):
+		return NemotronV2
 	case has(deepSeekCallsBegin):
 		return DeepSeek
 	case has(kimiSectionBegin):
@@ -153,6 +157,9 @@ const (
 	dsml           = "｜DSML｜"
 	dsmlCallsBegin = "<" + dsml + "function_calls>"
 	dsmlCallsEnd   = "</" + dsml + "function_calls>"
+	// Nemotron Nano 2's calls block: a JSON array of call objects.
+	nemotronCallsBegin = "<TOOLCALL>"
+	nemotronCallsEnd   = "</TOOLCALL>"
 	// DeepSeek V4 names the block tool_calls.
 	dsmlToolCallsBegin = "<" + dsml + "tool_calls>"
 	dsmlToolCallsEnd   = "</" + dsml + "tool_calls>"
@@ -221,6 +228,8 @@ func markers(f Format) []callMarker {
 		return []callMarker{{dsmlCallsBegin, dsmlCallsEnd}, {dsmlToolCallsBegin, dsmlToolCallsEnd}}
 	case Gemma4:
 		return []callMarker{{gemma4CallBegin, gemma4CallEnd}}
+	case NemotronV2:
+		return []callMarker{{nemotronCallsBegin, nemotronCallsEnd}}
 	}
 	return nil
 }

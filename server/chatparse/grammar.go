@@ -197,6 +197,8 @@ var callMarkup = map[Format]struct{ trigger, open, close string }{
 	Mistral:  {"[TOOL_CALLS]", "[", "]"},
 	CommandR: {"<|START_ACTION|>", "[", "]<|END_ACTION|>"},
 	Granite:  {"<|tool_call|>", "[", "]"},
+	// Nemotron Nano 2: its template writes "<TOOLCALL>[{…}, {…}]</TOOLCALL>".
+	NemotronV2: {nemotronCallsBegin, "[", "]" + nemotronCallsEnd},
 }
 
 // CallTrigger is the special token that starts a call in format f, where
