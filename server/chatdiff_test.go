@@ -8,11 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
+	"github.com/tadpole-llm/tadpole/server/templatediff"
 )
 
 // llamaServerBin is llama-server of the engine's llama.cpp release
@@ -202,6 +205,8 @@ var listedDifferences = map[string]string{
 // asked the same /v1/chat/completions requests with tools (temperature
 // 0), streamed and not, and the answers' content, reasoning_content and
 // tool calls (arguments as JSON) must agree, and agree with the script.
+// At the end it logs the family table of every template of the engine's
+// tree (familyTable).
 func TestChatParseDifferential(t *testing.T) {
 	bin := llamaServerBin(t)
 	if llamaSource() == "" {
@@ -216,8 +221,11 @@ func TestChatParseDifferential(t *testing.T) {
 	}
 	var rows []row
 	counts := map[string][2]int{} // family → equal, different
+	results := map[string]*familyResult{}
 	for _, f := range scriptedFamilies {
 		t.Run(f.template, func(t *testing.T) {
+			res := &familyResult{noReasoning: f.noReasoning}
+			results[f.template] = res
 			ts, path := startFamilyServer(t, f.script(familyTemplate(t, f.template)))
 			ls := runLlamaServer(t, bin, path)
 			reqs := openAIFamilyRequests("family")
@@ -230,14 +238,16 @@ func TestChatParseDifferential(t *testing.T) {
 				}
 			}
 			for turn := range 2 {
-				for _, stream := range []bool{false, true} {
+				for si, stream := range []bool{false, true} {
 					cell := fmt.Sprintf("turn%d/stream=%v", turn+1, stream)
 					want, werr := openAIChat(t, ls, reqs[turn], stream)
 					got, gerr := openAIChat(t, ts.URL, reqs[turn], stream)
 					if gerr != nil {
 						t.Errorf("%s: tadpole: %v", cell, gerr)
+						res.failed = true
 						continue
 					}
+					res.tadpole[turn][si] = got
 					c := counts[f.template]
 					verdict := "equal"
 					d := want.diff(got)
@@ -252,8 +262,10 @@ func TestChatParseDifferential(t *testing.T) {
 						}
 						if reason, ok := listedDifferences[fmt.Sprintf("%s/turn%d", f.template, turn+1)]; ok {
 							verdict += " (listed: " + reason + ")"
+							res.listed[turn] = true
 						} else {
 							t.Errorf("%s: tadpole differs from llama-server: %s\nllama-server: %s\ntadpole:      %s", cell, d, want, got)
+							res.failed = true
 						}
 					} else {
 						c[0]++
@@ -281,4 +293,158 @@ func TestChatParseDifferential(t *testing.T) {
 		fmt.Fprintf(&b, "  %-34s %d / %d\n", f.template, counts[f.template][0], counts[f.template][1])
 	}
 	t.Logf("parsing differential against llama-server (%s):\n%s", bin, b.String())
+	if table, err := familyTable(filepath.Join(llamaSource(), "models", "templates"), results); err != nil {
+		t.Error(err)
+	} else {
+		t.Logf("family table (issue 35), every template of the engine's llama.cpp tree:\n%s", table)
+	}
+}
+
+// familyResult is what the differential saw of one family: Tadpole's
+// answers by turn and stream (unstreamed, streamed), and which turns
+// differ from llama-server's as listed.
+type familyResult struct {
+	tadpole     [2][2]familyAnswer
+	listed      [2]bool
+	failed      bool // an unlisted difference or an error
+	noReasoning bool // the scripted model writes no reasoning
+}
+
+// familyTable is the markdown table of issue 35's closing note: for
+// every template file in dir, how Tadpole renders it against
+// llama-server (templatediff's listed differences, which its test holds
+// to exactly the prompts that differ), whether Tadpole parsed the
+// scripted model's reasoning and call as the script wrote them (and as
+// llama-server did, or with a listed difference), what tool_choice
+// "required" makes Tadpole's grammar force, and whether the streamed
+// answers added up to the unstreamed ones.
+func familyTable(dir string, results map[string]*familyResult) (string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.jinja"))
+	if err != nil || len(files) == 0 {
+		return "", fmt.Errorf("no templates in %s (%v)", dir, err)
+	}
+	var b strings.Builder
+	b.WriteString("| family (template file) | renders equal | reasoning parsed | tool call parsed | forced call (tool_choice required) | streamed = whole | answer after the tool result |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	vs := func(r *familyResult, turn int) string {
+		if r.listed[turn] {
+			return "llama-server differs (listed)"
+		}
+		return "= llama-server"
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		tmpl, name := string(src), filepath.Base(f)
+		hasTools, hasReasoning := templateHasTools(tmpl), templateHasReasoning(tmpl)
+		cells := []string{name, templatediff.Rendering(name)}
+		r := results[name]
+		switch {
+		case !hasTools && !hasReasoning:
+			cells = append(cells, "n/a: no reasoning or tools in template", "n/a: no reasoning or tools in template",
+				"n/a: no tools in template", "n/a: no reasoning or tools in template", "n/a")
+		case r == nil:
+			reason, tool := "not in the differential yet", "not in the differential yet"
+			if !hasReasoning {
+				reason = "n/a: no reasoning in template"
+			}
+			if !hasTools {
+				tool = "n/a: no tools in template"
+			}
+			cells = append(cells, reason, tool, forcedCall(tmpl, hasTools), "not in the differential yet", "not in the differential yet")
+		default:
+			turn1 := r.tadpole[0]
+			reason := "n/a: no reasoning in template"
+			if hasReasoning {
+				reason = "n/a: the scripted model writes none"
+				if !r.noReasoning {
+					reason = "NO: " + fmt.Sprintf("%q", turn1[0].Reasoning)
+					if turn1[0].Reasoning == testmodels.FamilyReasoning && turn1[1].Reasoning == testmodels.FamilyReasoning {
+						reason = "yes, " + vs(r, 0)
+					}
+				}
+			}
+			tool := "NO: " + turn1[0].String()
+			want := familyAnswer{Calls: familyTurns[0].Calls}
+			if d0, d1 := want.diff(familyAnswer{Calls: turn1[0].Calls}), want.diff(familyAnswer{Calls: turn1[1].Calls}); d0 == "" && d1 == "" {
+				tool = "yes, " + vs(r, 0)
+			}
+			streamed := "yes"
+			for turn := range 2 {
+				if d := r.tadpole[turn][0].diff(r.tadpole[turn][1]); d != "" {
+					streamed = fmt.Sprintf("NO (turn %d: %s)", turn+1, d)
+				}
+			}
+			after := "NO: " + r.tadpole[1][0].String()
+			if d := familyTurns[1].diff(r.tadpole[1][0]); d == "" {
+				after = "yes, " + vs(r, 1)
+			} else if r.listed[1] {
+				after = "differs, listed: " + listedDifferences[name+"/turn2"]
+			}
+			if r.failed {
+				streamed += " (the row failed: see above)"
+			}
+			cells = append(cells, reason, tool, forcedCall(tmpl, hasTools), streamed, after)
+		}
+		for i := range cells {
+			cells[i] = strings.ReplaceAll(cells[i], "|", "\\|")
+		}
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
+	return b.String(), nil
+}
+
+// templateHasTools tells whether a template renders tools or calls.
+func templateHasTools(tmpl string) bool { return strings.Contains(tmpl, "tool") }
+
+// templateHasReasoning tells whether a template knows reasoning: a
+// thinking tag of chatparse's, a thinking switch or reasoning_content.
+func templateHasReasoning(tmpl string) bool {
+	if chatparse.ThinkingEnd(tmpl) != "" {
+		return true
+	}
+	for _, s := range []string{"<think", "enable_thinking", "reasoning_content", "<|channel|>analysis", "<|channel>thought"} {
+		if strings.Contains(tmpl, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// forcedCall says what tool_choice "required" makes Tadpole force for a
+// template: chatparse.Grammar's call for the detected format, by the
+// literal its root starts with (none: a bare JSON call object, which
+// the parser takes as a call), and whether tool_choice "auto" holds a
+// started call to its schema (a lazy grammar from the format's trigger).
+func forcedCall(tmpl string, hasTools bool) string {
+	if !hasTools {
+		return "n/a: no tools in template"
+	}
+	f := chatparse.DetectFormat(tmpl)
+	g, err := chatparse.Grammar(chatparse.Options{Format: f}, []chatparse.Tool{{Name: "get_weather", Parameters: []byte(weatherSchema)}}, "")
+	if err != nil {
+		return fmt.Sprintf("%s: no grammar (%v)", f, err)
+	}
+	root, _, _ := strings.Cut(g, "\n")
+	root = strings.TrimPrefix(root, "root ::= ")
+	how := "a bare JSON call object, not the family's markup"
+	if strings.HasPrefix(root, `"`) {
+		end := 1
+		for end < len(root) && root[end] != '"' {
+			if root[end] == '\\' {
+				end++
+			}
+			end++
+		}
+		if lit, err := strconv.Unquote(root[:min(end+1, len(root))]); err == nil {
+			how = fmt.Sprintf("the call after %q", lit)
+		}
+	}
+	auto := "auto: free"
+	if trig := chatparse.CallTrigger(f, chatparse.XMLCalls(tmpl)); trig != "" {
+		auto = fmt.Sprintf("auto: lazy grammar from %s", trig)
+	}
+	return fmt.Sprintf("%s: grammar forces %s; %s", f, how, auto)
 }

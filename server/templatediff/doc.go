@@ -4,8 +4,10 @@
 // Tadpole's POST /apply-template and through llama-server of the same
 // release (scripts/llama.sh server, `make llama-server`), for a fixed set
 // of conversations, and compares the prompts byte for byte. Each
-// difference is either listed with its reason in the test's table or
-// fails the test. The package has no code of its own.
+// difference is either listed with its reason ([Listed]) or fails the
+// test. The package's only code is that list, which the parse
+// differential's family table (server's TestChatParseDifferential)
+// reads too.
 //
 // The test finds llama-server and the templates through LLAMA_SERVER and
 // LLAMA_CPP_SRC (the Makefile sets both), or from the engine's build

@@ -25,61 +25,8 @@ import (
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server"
 	"github.com/tadpole-llm/tadpole/server/sched"
+	"github.com/tadpole-llm/tadpole/server/templatediff"
 )
-
-// listed are the known differences between Tadpole's /apply-template and
-// llama-server's, by template file and conversation ("*": every
-// conversation of that template that differs). A difference not listed
-// fails the test; so does an entry that no longer differs.
-var listed = join(
-	[]difference{
-		{"Apertus-8B-Instruct.jinja", "*", "enable_thinking's default: llama-server's autoparser finds no reasoning markers in this template and passes false (\"Deliberation: disabled\"); Tadpole sees enable_thinking in it and passes true"},
-		{"Kimi-K2-Instruct.jinja", "tool_call", toolName},
-		{"Kimi-K2-Instruct.jinja", "parallel", toolName},
-		{"Kimi-K2-Thinking.jinja", "tool_call", toolName},
-		{"Kimi-K2-Thinking.jinja", "parallel", toolName},
-		{"google-gemma-4-31B-it-interleaved.jinja", "tool_call", gemma4Workaround},
-		{"google-gemma-4-31B-it-interleaved.jinja", "parallel", gemma4Workaround},
-		{"meetkai-functionary-medium-v3.1.jinja", "tools", markupEscape},
-		{"meetkai-functionary-medium-v3.1.jinja", "tool_call", markupEscape},
-		{"meetkai-functionary-medium-v3.1.jinja", "parallel", markupEscape},
-		{"mistralai-Ministral-3-14B-Reasoning-2512.jinja", "reasoning", "llama-server's Ministral 3 handler writes an assistant turn's reasoning_content into the history as [THINK]…[/THINK]; Tadpole renders the template as written, which leaves it out"},
-		{"unsloth-mistral-Devstral-Small-2507.jinja", "reasoning", "llama-server renders an assistant turn that has reasoning_content without its content (\"4\"); Tadpole keeps the content (cause on llama-server's side not traced)"},
-	},
-	each("think_on", "Tadpole refuses enable_thinking=true on a model whose template knows no thinking (400 \"does not support thinking\", as Ollama does); llama-server renders without it",
-		"CohereForAI-c4ai-command-r-plus-tool_use.jinja", "GigaChat3-10B-A1.8B.jinja", "GigaChat3.1-10B-A1.8B.jinja", "Kimi-K2-Instruct.jinja",
-		"LFM2-8B-A1B.jinja", "LFM2.5-Instruct.jinja", "MiMo-VL.jinja", "MiniMax-M1.jinja", "Mistral-Small-3.2-24B-Instruct-2506.jinja",
-		"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja", "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", "Qwen-Qwen2.5-7B-Instruct.jinja",
-		"Qwen3-Coder.jinja", "fireworks-ai-llama-3-firefunction-v2.jinja", "google-gemma-2-2b-it.jinja", "ibm-granite-granite-4.0.jinja",
-		"ibm-granite-granite-4.1.jinja", "meetkai-functionary-medium-v3.1.jinja", "meetkai-functionary-medium-v3.2.jinja",
-		"meta-llama-Llama-3.1-8B-Instruct.jinja", "meta-llama-Llama-3.2-3B-Instruct.jinja", "meta-llama-Llama-3.3-70B-Instruct.jinja",
-		"microsoft-Phi-3.5-mini-instruct.jinja", "mistralai-Mistral-Nemo-Instruct-2407.jinja", "moonshotai-Kimi-K2.jinja",
-		"unsloth-Apriel-1.5.jinja", "unsloth-mistral-Devstral-Small-2507.jinja", "upstage-Solar-Open-100B.jinja"),
-)
-
-const (
-	toolName         = "Tadpole names a tool result's function (name, from its tool_call_id); llama-server passes name only when the client sends it, so Kimi's template writes \"tool\""
-	gemma4Workaround = "llama-server rewrites tool results into the assistant turn for this older Gemma 4 template (workaround::convert_tool_responses_gemma4); Tadpole renders the template as written (a tool turn)"
-	markupEscape     = "jinja2's Markup: a string added to '...'|safe is HTML-escaped (&#34;), as transformers renders this template; llama.cpp's Jinja engine does not escape"
-)
-
-type difference struct{ tmpl, conv, reason string }
-
-func each(conv, reason string, tmpls ...string) []difference {
-	var out []difference
-	for _, t := range tmpls {
-		out = append(out, difference{t, conv, reason})
-	}
-	return out
-}
-
-func join(lists ...[]difference) []difference {
-	var out []difference
-	for _, l := range lists {
-		out = append(out, l...)
-	}
-	return out
-}
 
 // The conversations, as OpenAI chat bodies (llama-server ignores
 // "model"). Tool call ids are nine letters and digits, as Mistral's
@@ -164,8 +111,8 @@ func TestTemplatesMatchLlamaServer(t *testing.T) {
 	tp := startTadpole(t, dir)
 	convs := conversations(pngURL(t))
 	known := map[[2]string]string{}
-	for _, l := range listed {
-		known[[2]string{l.tmpl, l.conv}] = l.reason
+	for _, l := range templatediff.Listed {
+		known[[2]string{l.Template, l.Conversation}] = l.Reason
 	}
 	used := map[[2]string]bool{}
 	var equal, listedN, bothErr, lsErr, tpErr int
@@ -227,9 +174,9 @@ func TestTemplatesMatchLlamaServer(t *testing.T) {
 	for _, r := range unlisted {
 		t.Errorf("unlisted difference: %s | %s | %s", r.tmpl, r.conv, r.what)
 	}
-	for _, l := range listed {
-		if !used[[2]string{l.tmpl, l.conv}] {
-			t.Errorf("listed difference %s | %s no longer differs (%s): remove it", l.tmpl, l.conv, l.reason)
+	for _, l := range templatediff.Listed {
+		if !used[[2]string{l.Template, l.Conversation}] {
+			t.Errorf("listed difference %s | %s no longer differs (%s): remove it", l.Template, l.Conversation, l.Reason)
 		}
 	}
 	t.Logf("templates: %d, conversations: %d; equal: %d, listed differences: %d, unlisted differences: %d, both refuse: %d; refused by llama-server: %d, by Tadpole: %d",
