@@ -140,6 +140,7 @@ var scriptedFamilies = []struct {
 	{"LFM2.5-8B-A1B.jinja", testmodels.LFM25, false, "", ""},
 	{"StepFun3.5-Flash.jinja", testmodels.StepFun35, false, "", ""},
 	{"NVIDIA-Nemotron-Nano-v2.jinja", testmodels.NemotronNanoV2, false, "", ""},
+	{"tencent-Hy3.jinja", testmodels.Hy3, true, "", ""},
 }
 
 // listedDifferences are the differences from llama-server that are

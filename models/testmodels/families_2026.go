@@ -103,3 +103,27 @@ func NemotronNanoV2(tmpl string) FamilyScript {
 		Turn1: turn1, Turn2: append([]string{"</think>", "\n\n"}, familyAnswer...),
 	}
 }
+
+// Hy3 is the scripted Hunyuan 3 model (tencent-Hy3.jinja, its default
+// reasoning_effort "no_think"): its prompt ends
+// "<｜hy_Assistant:opensource｜><think:opensource></think:opensource>",
+// so it writes
+//
+//	<tool_calls:opensource>\n<tool_call:opensource>get_weather<tool_sep:opensource>\n<arg_key:opensource>city</arg_key:opensource>\n<arg_value:opensource>Paris</arg_value:opensource>\n…</tool_call:opensource>\n</tool_calls:opensource>
+//
+// (no reasoning) and after the tool result (its "sky"), the answer.
+func Hy3(tmpl string) FamilyScript {
+	const o = ":opensource>"
+	arg := func(key, value string) string {
+		return "<arg_key" + o + key + "</arg_key" + o + "\n<arg_value" + o + value + "</arg_value" + o + "\n"
+	}
+	turn1 := []string{"<tool_calls" + o, "\n<tool_call" + o + FamilyTool + "<tool_sep" + o + "\n", arg("city", "Paris"), arg("unit", familyUnitJSON),
+		arg("note", familyNote), "</tool_call" + o + "\n", "</tool_calls" + o, "<｜hy_eos" + o[:len(o)-1] + "｜>"}
+	return FamilyScript{
+		Name: "Tadpole scripted Hunyuan 3 test model", Template: tmpl,
+		Specials:   []string{"<｜hy_begin_of_sentence:opensource｜>", "<｜hy_eos:opensource｜>", "<｜hy_User:opensource｜>", "<｜hy_Assistant:opensource｜>"},
+		UserTokens: []string{"<think" + o, "<tool_calls" + o, "</tool_calls" + o},
+		Trigger:    "</think" + o, ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append(append([]string(nil), familyAnswer...), "<｜hy_eos:opensource｜>"),
+	}
+}

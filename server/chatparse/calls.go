@@ -185,6 +185,8 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 		return p.invokes(body, dsml)
 	case gemma4CallBegin:
 		return p.gemma4(body)
+	case hy3CallsBegin:
+		return p.hy3(body)
 	case lfmCallsBegin:
 		return p.pythonic(body)
 	}
@@ -458,24 +460,37 @@ func newCallID() string {
 // that is JSON (a number, true, an object, …) is taken as such; any other
 // is a string, as it is.
 func (p *Parser) glm(body string) ([]ToolCall, error) {
-	name, rest, _ := strings.Cut(body, "<arg_key>")
+	return p.argTags(body, glmTags)
+}
+
+// argTags are the tags of a call's key/value arguments.
+type argTags struct{ key, keyEnd, value, valueEnd string }
+
+var (
+	glmTags = argTags{"<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"}
+	hy3Tags = argTags{"<arg_key" + hy3Suffix, "</arg_key" + hy3Suffix, "<arg_value" + hy3Suffix, "</arg_value" + hy3Suffix}
+)
+
+// argTags reads "NAME" followed by key/value argument pairs in tags t.
+func (p *Parser) argTags(body string, t argTags) ([]ToolCall, error) {
+	name, rest, _ := strings.Cut(body, t.key)
 	if name = strings.TrimSpace(name); name == "" || strings.ContainsAny(name, " \t\n<>{}\"") {
 		return nil, fmt.Errorf("not a call: %.40q", body)
 	}
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for n := 0; rest != ""; n++ {
-		key, after, ok := strings.Cut(rest, "</arg_key>")
+		key, after, ok := strings.Cut(rest, t.keyEnd)
 		if !ok {
-			return nil, fmt.Errorf("call of %q: <arg_key> without </arg_key>", name)
+			return nil, fmt.Errorf("call of %q: %s without %s", name, t.key, t.keyEnd)
 		}
-		after, ok = strings.CutPrefix(strings.TrimLeft(after, " \t\r\n"), "<arg_value>")
+		after, ok = strings.CutPrefix(strings.TrimLeft(after, " \t\r\n"), t.value)
 		if !ok {
-			return nil, fmt.Errorf("call of %q: argument %q without <arg_value>", name, key)
+			return nil, fmt.Errorf("call of %q: argument %q without %s", name, key, t.value)
 		}
-		value, after, ok := strings.Cut(after, "</arg_value>")
+		value, after, ok := strings.Cut(after, t.valueEnd)
 		if !ok {
-			return nil, fmt.Errorf("call of %q: argument %q without </arg_value>", name, key)
+			return nil, fmt.Errorf("call of %q: argument %q without %s", name, key, t.valueEnd)
 		}
 		if n > 0 {
 			b.WriteByte(',')
@@ -489,7 +504,7 @@ func (p *Parser) glm(body string) ([]ToolCall, error) {
 		}
 		rest = strings.TrimSpace(after)
 		if rest != "" {
-			if rest, ok = strings.CutPrefix(rest, "<arg_key>"); !ok {
+			if rest, ok = strings.CutPrefix(rest, t.key); !ok {
 				return nil, fmt.Errorf("call of %q: text between arguments", name)
 			}
 		}
@@ -500,6 +515,33 @@ func (p *Parser) glm(body string) ([]ToolCall, error) {
 		return nil, err
 	}
 	return []ToolCall{c}, nil
+}
+
+// hy3 reads Hunyuan 3's calls, the inside of its tool-calls block: each
+// "<tool_call:opensource>NAME<tool_sep:opensource>" and its arguments in
+// <arg_key:opensource>/<arg_value:opensource> pairs, up to
+// "</tool_call:opensource>".
+func (p *Parser) hy3(body string) ([]ToolCall, error) {
+	parts, err := callParts(body, hy3CallBegin, hy3CallEnd, "Hy3")
+	if err != nil {
+		return nil, err
+	}
+	var calls []ToolCall
+	for _, part := range parts {
+		name, args, ok := strings.Cut(part, hy3Sep)
+		if !ok {
+			return nil, fmt.Errorf("a Hy3 call without %s", hy3Sep)
+		}
+		cs, err := p.argTags(strings.TrimSpace(name)+" "+strings.TrimSpace(args), hy3Tags)
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, cs...)
+	}
+	if len(calls) == 0 {
+		return nil, fmt.Errorf("an empty Hy3 tool-calls block")
+	}
+	return calls, nil
 }
 
 // kimi reads Kimi K2's calls, the inside of its tool-calls section: each

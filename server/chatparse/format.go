@@ -66,12 +66,16 @@ const (
 	Gemma4
 	// NemotronV2: Nemotron Nano 2's <TOOLCALL>[{"name": …, "arguments": …}, …]</TOOLCALL>.
 	NemotronV2
+	// Hy3: Tencent Hunyuan 3's <tool_calls:opensource><tool_call:opensource>NAME
+	// <tool_sep:opensource><arg_key:opensource>KEY</arg_key:opensource>
+	// <arg_value:opensource>VALUE</arg_value:opensource>…
+	Hy3
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3",
 }
 
 func (f Format) String() string {
@@ -94,6 +98,8 @@ func DetectFormat(template string) Format {
 		return Gemma4
 	case has(nemotronCallsBegin):
 		return NemotronV2
+	case has("<tool_calls{}>") && has("':opensource'"):
+		return Hy3
 	case has(deepSeekCallsBegin):
 		return DeepSeek
 	case has(kimiSectionBegin):
@@ -160,6 +166,14 @@ const (
 	// Nemotron Nano 2's calls block: a JSON array of call objects.
 	nemotronCallsBegin = "<TOOLCALL>"
 	nemotronCallsEnd   = "</TOOLCALL>"
+	// Hunyuan 3's tags, each with its ":opensource" suffix (the template
+	// builds them with '<tool_calls{}>'.format(':opensource')).
+	hy3Suffix     = ":opensource>"
+	hy3CallsBegin = "<tool_calls" + hy3Suffix
+	hy3CallsEnd   = "</tool_calls" + hy3Suffix
+	hy3CallBegin  = "<tool_call" + hy3Suffix
+	hy3CallEnd    = "</tool_call" + hy3Suffix
+	hy3Sep        = "<tool_sep" + hy3Suffix
 	// DeepSeek V4 names the block tool_calls.
 	dsmlToolCallsBegin = "<" + dsml + "tool_calls>"
 	dsmlToolCallsEnd   = "</" + dsml + "tool_calls>"
@@ -176,6 +190,22 @@ func ThinkingEnd(template string) string {
 	return ""
 }
 
+// OpensThinking tells whether a rendered prompt ends inside a thinking
+// block: it ends (but for spaces and newlines) with the open tag of one
+// of the thinking pairs the parser knows (DeepSeek R1's and QwQ's
+// "<think>", Hunyuan 3's "<think:opensource>", Gemma 4's
+// "<|channel>thought", …), so the output starts in the block
+// (Options.StartInThinking).
+func OpensThinking(prompt string) bool {
+	p := strings.TrimRight(prompt, " \n")
+	for _, t := range thinkingTags {
+		if strings.HasSuffix(p, t[0]) {
+			return true
+		}
+	}
+	return false
+}
+
 // thinkingTags are the open/close pairs of thinking blocks.
 var thinkingTags = [][2]string{
 	{"<think>", "</think>"},
@@ -185,6 +215,7 @@ var thinkingTags = [][2]string{
 	{"<seed:think>", "</seed:think>"},
 	{"<|inner_prefix|>", "<|inner_suffix|>"},      // Apertus
 	{gemma4Channel + "thought", gemma4ChannelEnd}, // Gemma 4
+	{"<think" + hy3Suffix, "</think" + hy3Suffix}, // Hunyuan 3
 }
 
 // callMarker is markup that opens a tool call: blocks end at close;
@@ -230,6 +261,8 @@ func markers(f Format) []callMarker {
 		return []callMarker{{gemma4CallBegin, gemma4CallEnd}}
 	case NemotronV2:
 		return []callMarker{{nemotronCallsBegin, nemotronCallsEnd}}
+	case Hy3:
+		return []callMarker{{hy3CallsBegin, hy3CallsEnd}}
 	}
 	return nil
 }
@@ -239,7 +272,7 @@ func markers(f Format) []callMarker {
 // JSON; so does a forced call's grammar for them). Hermes and Command-R
 // models mark their calls, and their answers may well be JSON.
 func jsonAnswers(f Format) bool {
-	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML || f == Gemma4
+	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML || f == Gemma4 || f == Hy3
 }
 
 // Markup is the markup the parser reads for o: thinking tags, call
@@ -270,6 +303,8 @@ func Markup(o Options) []string {
 		out = append(out, kimiCallBegin, kimiArgsBegin, kimiCallEnd)
 	case Gemma4:
 		out = append(out, gemma4Quote)
+	case Hy3:
+		out = append(out, hy3CallBegin, hy3CallEnd, hy3Sep, hy3Tags.key, hy3Tags.keyEnd, hy3Tags.value, hy3Tags.valueEnd)
 	case Harmony:
 		out = append(out, harmonyStart, harmonyChannel, harmonyMessage, harmonyConstrain, harmonyEnd)
 	}

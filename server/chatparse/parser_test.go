@@ -203,6 +203,11 @@ var parseCases = []parseCase{
 		text: "Sure.\n<TOOLCALL>[{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}]</TOOLCALL>", content: "Sure.", calls: []call{{"get_time", `{"tz":"CET"}`}}},
 	{name: "nemotron-v2: bad JSON is content", o: Options{Format: NemotronV2, Tools: weather},
 		text: "<TOOLCALL>[{\"name\": \"get_time\"</TOOLCALL>", content: "<TOOLCALL>[{\"name\": \"get_time\"</TOOLCALL>", warn: true},
+	{name: "hy3: thinking, then two calls", o: Options{Format: Hy3, Tools: weather, Thinking: true},
+		text:     "<think:opensource>Look.</think:opensource><tool_calls:opensource>\n<tool_call:opensource>get_weather<tool_sep:opensource>\n<arg_key:opensource>city</arg_key:opensource>\n<arg_value:opensource>Paris</arg_value:opensource>\n<arg_key:opensource>unit</arg_key:opensource>\n<arg_value:opensource>{\"scale\": \"c\"}</arg_value:opensource>\n</tool_call:opensource>\n<tool_call:opensource>get_time<tool_sep:opensource>\n</tool_call:opensource>\n</tool_calls:opensource>",
+		thinking: "Look.", calls: []call{{"get_weather", `{"city":"Paris","unit":{"scale":"c"}}`}, {"get_time", `{}`}}},
+	{name: "hy3: a call without its end is content", o: Options{Format: Hy3, Tools: weather},
+		text: "<tool_calls:opensource><tool_call:opensource>get_time<tool_sep:opensource></tool_calls:opensource>", content: "<tool_calls:opensource><tool_call:opensource>get_time<tool_sep:opensource></tool_calls:opensource>", warn: true},
 	{name: "gemma4: thinking without tools", o: Options{Thinking: true},
 		text: "<|channel>thought\nHmm.\n<channel|>Hello.", thinking: "Hmm.", content: "Hello."},
 	{name: "dsml: string=false that is not JSON is content", o: Options{Format: DSML, Tools: weather},
@@ -355,13 +360,15 @@ func TestDetectFormat(t *testing.T) {
 		"<function=":              FunctionTag,
 		"<tool_call>\n<function=": Hermes,
 		"<|START_ACTION|>":        CommandR,
-		"<|tool_calls_section_begin|>{{ x }}<|tool_call_begin|>":          Kimi,
-		"{%- set t = '<minimax:tool_call>' -%}":                           MiniMax,
-		"'<seed:tool_call>' + '\n<function='":                             Seed,
-		"{% for m in messages %}{{ m.content }}{% endfor %}":              Generic,
-		"{{- '<|tool_call>call:' + function['name'] + '{' -}}":            Gemma4,
-		"List of tools: <|tool_list_start|>[":                             LFM2,
-		"{%- set dsml_token = '｜DSML｜' -%}<' + dsml_token + 'tool_calls>": DSML,
+		"<|tool_calls_section_begin|>{{ x }}<|tool_call_begin|>":                      Kimi,
+		"{%- set t = '<minimax:tool_call>' -%}":                                       MiniMax,
+		"'<seed:tool_call>' + '\n<function='":                                         Seed,
+		"{% for m in messages %}{{ m.content }}{% endfor %}":                          Generic,
+		"{{- '<|tool_call>call:' + function['name'] + '{' -}}":                        Gemma4,
+		"List of tools: <|tool_list_start|>[":                                         LFM2,
+		"{%- set dsml_token = '｜DSML｜' -%}<' + dsml_token + 'tool_calls>":             DSML,
+		"{{- '<TOOLCALL>[' -}}":                                                       NemotronV2,
+		"{%- set HYTK = ':opensource' %}{%- set t = '<tool_calls{}>'.format(HYTK) %}": Hy3,
 	} {
 		if got := DetectFormat(tmpl); got != want {
 			t.Errorf("%q: %v, want %v", tmpl, got, want)
@@ -426,5 +433,20 @@ func TestMarkup(t *testing.T) {
 	}
 	if m := Markup(Options{Format: Hermes}); strings.Contains(strings.Join(m, " "), "<think>") {
 		t.Errorf("Hermes without thinking: %v", m)
+	}
+}
+
+func TestOpensThinking(t *testing.T) {
+	for prompt, want := range map[string]bool{
+		"<｜Assistant｜><think>\n":                                           true,
+		"<|im_start|>assistant\n<think>\n":                                 true,
+		"<｜hy_Assistant:opensource｜><think:opensource>":                    true,
+		"[/INST][THINK]":                                                   true,
+		"<｜hy_Assistant:opensource｜><think:opensource></think:opensource>": false,
+		"<|im_start|>assistant\n":                                          false,
+	} {
+		if got := OpensThinking(prompt); got != want {
+			t.Errorf("%q: %v, want %v", prompt, got, want)
+		}
 	}
 }
