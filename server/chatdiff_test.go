@@ -141,6 +141,7 @@ var scriptedFamilies = []struct {
 	{"StepFun3.5-Flash.jinja", testmodels.StepFun35, false, "", ""},
 	{"NVIDIA-Nemotron-Nano-v2.jinja", testmodels.NemotronNanoV2, false, "", ""},
 	{"tencent-Hy3.jinja", testmodels.Hy3, true, "", ""},
+	{"Kimi-K3.jinja", testmodels.KimiK3, true, `{"thinking": false}`, ""},
 }
 
 // listedDifferences are the differences from llama-server that are

@@ -127,3 +127,32 @@ func Hy3(tmpl string) FamilyScript {
 		Turn1: turn1, Turn2: append(append([]string(nil), familyAnswer...), "<｜hy_eos:opensource｜>"),
 	}
 }
+
+// KimiK3 is the scripted Kimi K3 model (Kimi-K3.jinja, thinking off:
+// its prompt opens the response section, "<|open|>message
+// role="assistant"<|sep|><|open|>response<|sep|>"; <|open|> and
+// <|close|> are control tokens, <|sep|> the prompt's last token, as a
+// user-defined one): it
+// closes the empty response and writes the tools section,
+//
+//	<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|>
+//	<|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>…<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>
+//
+// and after the tool result (its "sky"), the answer, then the closes.
+func KimiK3(tmpl string) FamilyScript {
+	// A tag name and its <|sep|> are one ordinary piece, and so are the
+	// closes that end each answer: a piece written twice cannot tell
+	// the occurrences of a token apart.
+	turn1 := []string{"<|close|>", "response<|sep|>", "<|open|>", "tools<|sep|>", "<|open|>", `call tool="` + FamilyTool + `" index="1"<|sep|>`}
+	for _, a := range [][3]string{{"city", "string", "Paris"}, {"unit", "object", familyUnitJSON}, {"note", "string", familyNote}} {
+		turn1 = append(turn1, "<|open|>", `argument key="`+a[0]+`" type="`+a[1]+`"<|sep|>`, a[2], "<|close|>", "argument<|sep|>")
+	}
+	turn1 = append(turn1, "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>")
+	turn2 := append(append([]string(nil), familyAnswer...), "<|close|>response<|sep|><|close|>message<|sep|>")
+	return FamilyScript{
+		Name: "Tadpole scripted Kimi K3 test model", Template: tmpl,
+		Specials: []string{"<|open|>", "<|close|>", "<|end_of_msg|>"},
+		Trigger:  "<|sep|>", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: turn2,
+	}
+}

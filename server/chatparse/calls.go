@@ -187,6 +187,8 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 		return p.gemma4(body)
 	case hy3CallsBegin:
 		return p.hy3(body)
+	case k3OpenTag("tools"):
+		return p.kimiK3(body)
 	case lfmCallsBegin:
 		return p.pythonic(body)
 	}

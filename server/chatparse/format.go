@@ -70,12 +70,15 @@ const (
 	// <tool_sep:opensource><arg_key:opensource>KEY</arg_key:opensource>
 	// <arg_value:opensource>VALUE</arg_value:opensource>…
 	Hy3
+	// KimiK3: Kimi K3's tagged sections, <|open|>TAG attrs<|sep|>…<|close|>TAG<|sep|>:
+	// think, response, tools of calls (kimik3.go).
+	KimiK3
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3",
 }
 
 func (f Format) String() string {
@@ -104,6 +107,8 @@ func DetectFormat(template string) Format {
 		return DeepSeek
 	case has(kimiSectionBegin):
 		return Kimi
+	case has(k3Open) && has(k3Close) && has("<|end_of_msg|>"):
+		return KimiK3
 	case has(miniMaxCallBegin):
 		return MiniMax
 	case has(seedCallBegin):
@@ -213,9 +218,10 @@ var thinkingTags = [][2]string{
 	{"<|START_THINKING|>", "<|END_THINKING|>"},
 	{"<thinking>", "</thinking>"},
 	{"<seed:think>", "</seed:think>"},
-	{"<|inner_prefix|>", "<|inner_suffix|>"},      // Apertus
-	{gemma4Channel + "thought", gemma4ChannelEnd}, // Gemma 4
-	{"<think" + hy3Suffix, "</think" + hy3Suffix}, // Hunyuan 3
+	{"<|inner_prefix|>", "<|inner_suffix|>"},              // Apertus
+	{gemma4Channel + "thought", gemma4ChannelEnd},         // Gemma 4
+	{"<think" + hy3Suffix, "</think" + hy3Suffix},         // Hunyuan 3
+	{k3Open + "think" + k3Sep, k3Close + "think" + k3Sep}, // Kimi K3
 }
 
 // callMarker is markup that opens a tool call: blocks end at close;
@@ -263,6 +269,17 @@ func markers(f Format) []callMarker {
 		return []callMarker{{nemotronCallsBegin, nemotronCallsEnd}}
 	case Hy3:
 		return []callMarker{{hy3CallsBegin, hy3CallsEnd}}
+	case KimiK3:
+		return []callMarker{{k3OpenTag("tools"), k3CloseTag("tools")}}
+	}
+	return nil
+}
+
+// silentMarkup is markup of format f that holds no text: it is dropped
+// from the content (Kimi K3's response section tags).
+func silentMarkup(f Format) []string {
+	if f == KimiK3 {
+		return k3Silent
 	}
 	return nil
 }
@@ -272,7 +289,7 @@ func markers(f Format) []callMarker {
 // JSON; so does a forced call's grammar for them). Hermes and Command-R
 // models mark their calls, and their answers may well be JSON.
 func jsonAnswers(f Format) bool {
-	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML || f == Gemma4 || f == Hy3
+	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML || f == Gemma4 || f == Hy3 || f == KimiK3
 }
 
 // Markup is the markup the parser reads for o: thinking tags, call
@@ -303,6 +320,8 @@ func Markup(o Options) []string {
 		out = append(out, kimiCallBegin, kimiArgsBegin, kimiCallEnd)
 	case Gemma4:
 		out = append(out, gemma4Quote)
+	case KimiK3:
+		out = append(out, k3Open, k3Close, k3Sep)
 	case Hy3:
 		out = append(out, hy3CallBegin, hy3CallEnd, hy3Sep, hy3Tags.key, hy3Tags.keyEnd, hy3Tags.value, hy3Tags.valueEnd)
 	case Harmony:

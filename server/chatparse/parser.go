@@ -55,6 +55,7 @@ type Parser struct {
 	o        Options
 	tools    map[string]bool
 	markers  []callMarker
+	silent   []string // markup that is dropped from content (silentMarkup)
 	buf      string
 	mode     mode
 	closes   []string   // thinking: the tags that end the block
@@ -78,6 +79,7 @@ func NewParser(o Options) *Parser {
 	if len(p.tools) > 0 {
 		p.markers = markers(o.Format)
 	}
+	p.silent = silentMarkup(o.Format)
 	if o.Thinking && o.StartInThinking {
 		p.mode, p.thinkStart = thinking, true
 		for _, t := range thinkingTags {
@@ -216,6 +218,7 @@ func (p *Parser) normal(d *Delta, end bool) bool {
 	for _, m := range p.markers {
 		tags = append(tags, m.open)
 	}
+	tags = append(tags, p.silent...)
 	if !p.started && len(p.tools) > 0 && (jsonAnswers(p.o.Format) || p.o.Format == Functionary) {
 		t := strings.TrimLeft(p.buf, " \t\r\n")
 		if t == "" && !end {
@@ -252,6 +255,13 @@ markers:
 		p.content(d, p.buf[:cut])
 		p.buf = p.buf[cut:]
 		return false
+	}
+	for _, s := range p.silent {
+		if tag == s {
+			p.content(d, p.buf[:at])
+			p.buf = p.buf[at+len(tag):]
+			return true
+		}
 	}
 	before := strings.TrimRight(p.buf[:at], " \t\r\n")
 	p.content(d, before)
