@@ -142,6 +142,13 @@ var scriptedFamilies = []struct {
 	{"NVIDIA-Nemotron-Nano-v2.jinja", testmodels.NemotronNanoV2, false, "", ""},
 	{"tencent-Hy3.jinja", testmodels.Hy3, true, "", ""},
 	{"Kimi-K3.jinja", testmodels.KimiK3, true, `{"thinking": false}`, ""},
+	{"Bielik-11B-v3.0-Instruct.jinja", testmodels.Bielik, false, "", ""},
+	{"MiMo-VL.jinja", testmodels.Hermes, true, "", ""},
+	{"Reka-Edge.jinja", testmodels.RekaEdge, false, "", ""},
+	{"Spark2.5.jinja", testmodels.Spark25, false, "", ""},
+	{"poolside-Laguna-S-2.1.jinja", testmodels.LagunaS, false, "", ""},
+	{"poolside-Laguna-XS-2.1.jinja", testmodels.LagunaXS, false, "", ""},
+	{"poolside-Laguna-XS.2.jinja", testmodels.LagunaXS, false, "", ""},
 }
 
 // listedDifferences are the differences from llama-server that are
@@ -179,6 +186,11 @@ var listedDifferences = map[string]string{
 	"Qwen-QwQ-32B.jinja/turn2":                             "llama-server keeps the blank line after </think> at the start of content; Tadpole drops whitespace after a thinking block",
 	"NVIDIA-Nemotron-Nano-v2.jinja/turn1":                  "llama-server keeps the newline before </think> in reasoning_content and the blank line after </think> as content; Tadpole trims whitespace around the thinking",
 	"NVIDIA-Nemotron-Nano-v2.jinja/turn2":                  "llama-server keeps the blank line after </think> at the start of content; Tadpole drops whitespace after a thinking block",
+	"Bielik-11B-v3.0-Instruct.jinja/turn1":                 "llama-server keeps the newline before </think> in reasoning_content and a newline after </think> as content; Tadpole trims whitespace around the thinking",
+	"Bielik-11B-v3.0-Instruct.jinja/turn2":                 "llama-server keeps a newline after </think> at the start of content; Tadpole drops whitespace after a thinking block",
+	"poolside-Laguna-XS-2.1.jinja/turn1":                   "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the one after </think> as content; Tadpole trims whitespace around the thinking",
+	"poolside-Laguna-XS.2.jinja/turn1":                     "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the one after </think> as content; Tadpole trims whitespace around the thinking",
+	"Reka-Edge.jinja/turn1":                                "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
 	"HuggingFaceTB-SmolLM3-3B.jinja/turn1":                 "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the blank line after </think> in content; Tadpole trims whitespace around the thinking (neither parses the call: the template shows no call syntax)",
 	"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja/turn1": "llama-server writes <｜end▁of▁sentence｜> (a preserved token of its parser) into the text, and unstreamed the call then fails to parse (500); streamed, it keeps the newlines inside the thinking and the blank line after </think> as content, which Tadpole trims",
 	"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja/turn2": "llama-server writes <｜end▁of▁sentence｜> (a preserved token of its parser) into content; Tadpole stops at the end-of-generation token",
@@ -250,6 +262,7 @@ func TestChatParseDifferential(t *testing.T) {
 						continue
 					}
 					res.tadpole[turn][si] = got
+					res.llama[turn][si], res.llamaErr[turn][si] = want, werr != nil
 					c := counts[f.template]
 					verdict := "equal"
 					d := want.diff(got)
@@ -307,6 +320,8 @@ func TestChatParseDifferential(t *testing.T) {
 // differ from llama-server's as listed.
 type familyResult struct {
 	tadpole     [2][2]familyAnswer
+	llama       [2][2]familyAnswer // llama-server's answers
+	llamaErr    [2][2]bool         // llama-server failed
 	listed      [2]bool
 	failed      bool // an unlisted difference or an error
 	noReasoning bool // the scripted model writes no reasoning
@@ -328,12 +343,25 @@ func familyTable(dir string, results map[string]*familyResult) (string, error) {
 	var b strings.Builder
 	b.WriteString("| family (template file) | renders equal | reasoning parsed | tool call parsed | forced call (tool_choice required) | streamed = whole | answer after the tool result |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
-	vs := func(r *familyResult, turn int) string {
-		if r.listed[turn] {
-			return "llama-server differs (listed)"
+	// vs says whether llama-server's answers agree with Tadpole's in
+	// the part of the answer that same picks (a difference there is a
+	// listed one: an unlisted one fails the test).
+	vs := func(r *familyResult, turn int, same func(a, b familyAnswer) bool) string {
+		for si := range 2 {
+			if r.llamaErr[turn][si] {
+				return "llama-server fails (listed)"
+			}
+			if !same(r.llama[turn][si], r.tadpole[turn][si]) {
+				return "llama-server differs (listed)"
+			}
 		}
 		return "= llama-server"
 	}
+	sameReasoning := func(a, b familyAnswer) bool { return a.Reasoning == b.Reasoning }
+	sameCalls := func(a, b familyAnswer) bool {
+		return familyAnswer{Calls: a.Calls}.diff(familyAnswer{Calls: b.Calls}) == ""
+	}
+	sameAll := func(a, b familyAnswer) bool { return a.diff(b) == "" }
 	for _, f := range files {
 		src, err := os.ReadFile(f)
 		if err != nil {
@@ -364,14 +392,14 @@ func familyTable(dir string, results map[string]*familyResult) (string, error) {
 				if !r.noReasoning {
 					reason = "NO: " + fmt.Sprintf("%q", turn1[0].Reasoning)
 					if turn1[0].Reasoning == testmodels.FamilyReasoning && turn1[1].Reasoning == testmodels.FamilyReasoning {
-						reason = "yes, " + vs(r, 0)
+						reason = "yes, " + vs(r, 0, sameReasoning)
 					}
 				}
 			}
 			tool := "NO: " + turn1[0].String()
 			want := familyAnswer{Calls: familyTurns[0].Calls}
 			if d0, d1 := want.diff(familyAnswer{Calls: turn1[0].Calls}), want.diff(familyAnswer{Calls: turn1[1].Calls}); d0 == "" && d1 == "" {
-				tool = "yes, " + vs(r, 0)
+				tool = "yes, " + vs(r, 0, sameCalls)
 			}
 			streamed := "yes"
 			for turn := range 2 {
@@ -381,7 +409,7 @@ func familyTable(dir string, results map[string]*familyResult) (string, error) {
 			}
 			after := "NO: " + r.tadpole[1][0].String()
 			if d := familyTurns[1].diff(r.tadpole[1][0]); d == "" {
-				after = "yes, " + vs(r, 1)
+				after = "yes, " + vs(r, 1, sameAll)
 			} else if r.listed[1] {
 				after = "differs, listed: " + listedDifferences[name+"/turn2"]
 			}

@@ -1,0 +1,80 @@
+package testmodels
+
+// Scripted models of the families whose calls are GLM's
+// "<tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>…
+// </tool_call>" or Hermes's JSON after a thinking block the prompt
+// opens (issue 35): Spark 2.5, Laguna, Bielik, Reka Edge.
+
+// glmThinking is a script whose prompt ends "<think>" (after its
+// specials), which writes
+//
+//	REASONING</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>…</tool_call>
+//
+// (with spaced, a newline before <tool_call>, after the name and after
+// each tag pair, and the reasoning on lines of its own) and after the
+// tool result (its "sky"), "</think>" and the answer.
+func glmThinking(tmpl, name string, specials []string, spaced bool) FamilyScript {
+	nl := ""
+	reasoning := append([]string(nil), familyReasoning...)
+	if spaced {
+		nl = "\n"
+		reasoning = withNewlines(familyReasoning, "\n", "\n")
+	}
+	turn1 := append(reasoning, "</think>", nl+"<tool_call>"+FamilyTool+nl+"<arg_key>city</arg_key>"+nl+"<arg_value>Paris</arg_value>"+nl+"<arg_key>unit</arg_key>"+nl+"<arg_value>",
+		familyUnitJSON, "</arg_value>"+nl+"<arg_key>note</arg_key>"+nl+"<arg_value>", familyNote, "</arg_value>"+nl+"</tool_call>")
+	return FamilyScript{
+		Name: "Tadpole scripted " + name + " test model", Template: tmpl, Specials: specials,
+		UserTokens: []string{"<think>", "</think>"},
+		Trigger:    "<think>", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append([]string{"</think>"}, familyAnswer...),
+	}
+}
+
+// Spark25 is the scripted Spark 2.5 model (Spark2.5.jinja, thinking
+// on): after "<｜start▁of▁sentence｜><|Bot|><think>", GLM's calls
+// without newlines (glmThinking).
+func Spark25(tmpl string) FamilyScript {
+	return glmThinking(tmpl, "Spark 2.5", []string{"<｜start▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<|System|>", "<|User|>", "<|Bot|>", "<|Tool|>"}, false)
+}
+
+// LagunaS is the scripted Laguna S 2.1 model (poolside-Laguna-S-2.1.jinja,
+// thinking on): after "<assistant><think>", GLM's calls without
+// newlines (glmThinking).
+func LagunaS(tmpl string) FamilyScript {
+	return glmThinking(tmpl, "Laguna S", nil, false)
+}
+
+// LagunaXS is the scripted Laguna XS model (poolside-Laguna-XS.2.jinja
+// and XS-2.1, thinking on): after "<assistant>\n<think>", the reasoning
+// on lines of its own and GLM's calls with a newline after each part
+// (glmThinking, spaced).
+func LagunaXS(tmpl string) FamilyScript {
+	return glmThinking(tmpl, "Laguna XS", nil, true)
+}
+
+// Bielik is the scripted Bielik 11B v3 model
+// (Bielik-11B-v3.0-Instruct.jinja, thinking on): QwQ's script (its
+// prompt ends "<|im_start|>assistant\n<think>\n", Hermes calls), the
+// tool result a user turn "<|function_output|>…" holding its "sky".
+func Bielik(tmpl string) FamilyScript {
+	s := QwQ(tmpl)
+	s.Name = "Tadpole scripted Bielik test model"
+	s.ToolResultMarker = "sky"
+	return s
+}
+
+// RekaEdge is the scripted Reka Edge model (Reka-Edge.jinja, thinking
+// on): its prompt ends "assistant: <think>\n", then QwQ's script (Hermes
+// calls); the tool result is a turn of <tool_response> holding its
+// "sky". Its turns end at the model's end of sequence (Reka's <sep> is
+// not an end of generation by llama.cpp's names, and llama-server's
+// lazy grammar would not let a model write it after a call).
+func RekaEdge(tmpl string) FamilyScript {
+	s := QwQ(tmpl)
+	s.Name = "Tadpole scripted Reka Edge test model"
+	s.Specials = []string{"<sep>"}
+	s.ToolResultMarker = "sky"
+	s.Turn1 = s.Turn1[:len(s.Turn1)-1] // no <|im_end|>
+	s.Turn2 = s.Turn2[:len(s.Turn2)-1]
+	return s
+}
