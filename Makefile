@@ -44,7 +44,7 @@ CUDA_ARCHITECTURES ?= 80;86;89;90
 LIBDIR ?= lib/tadpole
 
 
-.PHONY: test-one test-agents test-compat
+.PHONY: test-one test-short test-agents test-compat
 .PHONY: all build run test bench bench-images bench-ci fmt vet deps llama llama-server flags clean cuda gpu-check-tools fuzz fuzz-ci soak attack
 
 all: build
@@ -92,6 +92,11 @@ test: deps vet build llama-server
 COMPAT_TEST = cd compat/ollamaclient && TADPOLE_BIN=$(abspath $(BIN)) $(GO) test -race -count=1 -timeout 10m ./...
 test-compat: build
 	$(COMPAT_TEST)
+
+# The short tier (internal/testtier): everything that runs without the
+# engine on a model or a peer process, in about a minute once built.
+test-short: deps
+	$(GO) test -short -count=1 -timeout 5m ./...
 
 test-one: deps
 	$(GO) test -race -count=1 -timeout 30m -run '$(RUN)' $(PKG)

@@ -116,7 +116,7 @@ func TestBench(t *testing.T) {
 func TestCompletion(t *testing.T) {
 	ts := startServer(t)
 	// The scripts call `tadpole`: put the binary on PATH.
-	env := append(ts.env(), "PATH="+filepath.Dir(tadpoleBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	env := append(ts.env(), "PATH="+filepath.Dir(tadpole(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
 	cases := []struct {
 		line string // the command line; its last word is completed
 		want string

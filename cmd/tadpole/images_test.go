@@ -151,7 +151,7 @@ func (ts *testServer) runIn(t *testing.T, dir, stdin string, args ...string) res
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, tadpoleBin, args...)
+	cmd := exec.CommandContext(ctx, tadpole(t), args...)
 	cmd.Env = append(ts.env(), "HOME="+dir)
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(stdin)
@@ -318,7 +318,7 @@ func TestRunInteractiveImages(t *testing.T) {
 	abs := filepath.Join(dir, "red.png")
 	third := chat(ollamaapi.Message{Role: "user", Content: "what is it?", Images: []string{img}})
 
-	cmd := exec.Command(tadpoleBin, append(append([]string{"run", "--nowordwrap"}, greedyFlags...), "vision")...)
+	cmd := exec.Command(tadpole(t), append(append([]string{"run", "--nowordwrap"}, greedyFlags...), "vision")...)
 	cmd.Env = ts.env()
 	cmd.Dir = dir
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})

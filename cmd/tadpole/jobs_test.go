@@ -69,7 +69,7 @@ func startDaemon(t *testing.T, args ...string) *daemon {
 			env = append(env, kv)
 		}
 	}
-	cmd := exec.Command(tadpoleBin, append([]string{"serve", "--host", host}, args...)...)
+	cmd := exec.Command(tadpole(t), append([]string{"serve", "--host", host}, args...)...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, f, f
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -9,44 +9,66 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/tadpole-llm/tadpole/internal/testtier"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
-// tadpoleBin is the binary under test, built once by TestMain.
-var tadpoleBin string
+// binDir holds the binary under test, built on first use (tadpole).
+var binDir string
 
-// TestMain builds the tadpole binary the tests run. It inherits the cgo
-// flags of `go test` (run it the way the Makefile does) and uses -race
-// when the tests do, so both builds share Go's build cache.
+// TestMain removes the binary under test, if a test built it.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tadpole-cli-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	tadpoleBin = filepath.Join(dir, "tadpole")
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		goCmd = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	}
-	args := []string{"build", "-o", tadpoleBin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command(goCmd, append(args, ".")...)
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build ./cmd/tadpole: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
 	os.Exit(code)
+}
+
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// tadpole is the binary under test, built once, on first use (a test of
+// the full tier: -short skips the tests that run it). It inherits the
+// cgo flags of `go test` (run it the way the Makefile does) and uses
+// -race when the tests do, so both builds share Go's build cache.
+func tadpole(t testing.TB) string {
+	t.Helper()
+	testtier.Full(t, "runs the tadpole binary")
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "tadpole-cli-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		binDir = dir
+		built.path = filepath.Join(dir, "tadpole")
+		goCmd, err := exec.LookPath("go")
+		if err != nil {
+			goCmd = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+		}
+		args := []string{"build", "-o", built.path}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		if out, err := exec.Command(goCmd, append(args, ".")...).CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build ./cmd/tadpole: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
 }
 
 // testServer is a Tadpole server on a loopback port, serving a models
@@ -59,6 +81,7 @@ type testServer struct {
 
 func startServer(t *testing.T) *testServer {
 	t.Helper()
+	testtier.Full(t, "serves the real engine")
 	dir := t.TempDir()
 	abs, err := filepath.Abs(testmodels.Testdata("stories260K.gguf"))
 	if err != nil {
@@ -119,7 +142,7 @@ func runBin(t *testing.T, env []string, stdin string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, tadpoleBin, args...)
+	cmd := exec.CommandContext(ctx, tadpole(t), args...)
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer

@@ -236,7 +236,7 @@ func TestPullPush(t *testing.T) {
 
 	// On a terminal: a bar per blob.
 	reg.PublishModel("library/tiny", "v2", gguf, "")
-	cmd := exec.Command(tadpoleBin, "pull", "--insecure", reg.Host()+"/library/tiny:v2")
+	cmd := exec.Command(tadpole(t), "pull", "--insecure", reg.Host()+"/library/tiny:v2")
 	cmd.Env = ts.env()
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
 	if err != nil {

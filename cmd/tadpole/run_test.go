@@ -120,7 +120,7 @@ func TestRunErrors(t *testing.T) {
 func TestRunOneShotInterrupt(t *testing.T) {
 	ts := startServer(t)
 	// Greedy, the demo model repeats its story without an end.
-	cmd := exec.Command(tadpoleBin, "run", "-p", "temperature=0", "stories", "Once upon a time")
+	cmd := exec.Command(tadpole(t), "run", "-p", "temperature=0", "stories", "Once upon a time")
 	cmd.Env = ts.env()
 	out := &syncBuffer{}
 	cmd.Stdout = out
@@ -147,7 +147,7 @@ func TestRunInteractive(t *testing.T) {
 		// Load both: the stories chat below then starts at once.
 		ts.mustRun(t, "run", "-p", "num_predict=1", model, "Hi")
 	}
-	cmd := exec.Command(tadpoleBin, "run", "bigram")
+	cmd := exec.Command(tadpole(t), "run", "bigram")
 	cmd.Env = ts.env()
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
 	if err != nil {
@@ -210,7 +210,7 @@ func TestRunInteractive(t *testing.T) {
 	}
 
 	// Ctrl-C during an answer stops it, not the session.
-	cmd = exec.Command(tadpoleBin, "run", "stories")
+	cmd = exec.Command(tadpole(t), "run", "stories")
 	cmd.Env = ts.env()
 	f2, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
 	if err != nil {
