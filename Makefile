@@ -93,7 +93,7 @@ COMPAT_TEST = cd compat/ollamaclient && TADPOLE_BIN=$(abspath $(BIN)) $(GO) test
 test-compat: build
 	$(COMPAT_TEST)
 
-# The short tier (internal/testtier): everything that runs without the
+# The short tier (internal/testkit): everything that runs without the
 # engine on a model or a peer process, in about a minute once built.
 test-short: deps
 	$(GO) test -short -count=1 -timeout 5m ./...

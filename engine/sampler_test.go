@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/tadpole-llm/tadpole/internal/testtier"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
@@ -61,7 +61,7 @@ func generateWith(t *testing.T, m *Model, ctx *Context, b *Batch, s *Sampler, n 
 // concern) picks exactly what llama.cpp's whole chain picks, token for
 // token, for the option combinations the servers send.
 func TestSamplerMatchesLlamaChain(t *testing.T) {
-	testtier.Full(t, "many sampler chains on the engine")
+	testkit.Full(t, "many sampler chains on the engine")
 	m, ctx, b := samplingContext(t)
 	ban := map[Token]float32{2: float32(math.Inf(-1)), 450: -5, 1000: 3.5}
 	for _, tc := range []struct {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tadpole-llm/tadpole/internal/testtier"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
@@ -149,7 +149,7 @@ var bpePreTokenizers = []string{"gpt-2", "llama-bpe", "qwen2", "deepseek-llm", "
 
 func loadBPE(t *testing.T, pre string) *Model {
 	t.Helper()
-	testtier.Full(t, "tokenizer sweeps on generated BPE vocabularies")
+	testkit.Full(t, "tokenizer sweeps on generated BPE vocabularies")
 	path := filepath.Join(t.TempDir(), pre+".gguf")
 	if err := testmodels.WriteBPE(path, pre); err != nil {
 		t.Fatal(err)

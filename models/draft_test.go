@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tadpole-llm/tadpole/internal/testtier"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
@@ -15,7 +15,7 @@ import (
 // later create; another vocabulary, the model's own file and a GGUF that
 // is not a language model are refused at create.
 func TestCreateDraft(t *testing.T) {
-	testtier.Full(t, "writes and checks two models")
+	testkit.Full(t, "writes and checks two models")
 	s := newStore(t)
 	src := t.TempDir()
 	heavy, draft := filepath.Join(src, "heavy.gguf"), filepath.Join(src, "bigram.gguf")

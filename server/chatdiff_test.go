@@ -149,6 +149,8 @@ var scriptedFamilies = []struct {
 	{"poolside-Laguna-S-2.1.jinja", testmodels.LagunaS, false, "", ""},
 	{"poolside-Laguna-XS-2.1.jinja", testmodels.LagunaXS, false, "", ""},
 	{"poolside-Laguna-XS.2.jinja", testmodels.LagunaXS, false, "", ""},
+	{"unsloth-Apriel-1.5.jinja", testmodels.Apriel15, true, "", ""},
+	{"MiniMax-M1.jinja", testmodels.MiniMaxM1, true, "", ""},
 }
 
 // listedDifferences are the differences from llama-server that are

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/internal/testtier"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -49,7 +49,7 @@ func respModels(t *testing.T) string {
 
 func startRespServer(t *testing.T, modelsDir, dataDir string, a *auth.Auth) *respServer {
 	t.Helper()
-	testtier.Full(t, "serves the real engine")
+	testkit.Full(t, "serves the real engine")
 	st, err := jobs.Open(jobs.Config{Dir: dataDir, Retention: time.Hour})
 	if err != nil {
 		t.Fatal(err)

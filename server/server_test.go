@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/internal/testtier"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
@@ -66,7 +66,7 @@ func serveForTest(t *testing.T, srv *Server) *testServer {
 // serveListener serves srv on ln until the test ends.
 func serveListener(t *testing.T, srv *Server, ln net.Listener) *testServer {
 	t.Helper()
-	testtier.Full(t, "serves the real engine")
+	testkit.Full(t, "serves the real engine")
 	go srv.Serve(ln)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/internal/testtier"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models"
@@ -69,7 +69,7 @@ func TestServerDraftModel(t *testing.T) {
 // narrows drafting per request: 0 turns it off, the worst values are a
 // 400 naming the option and its range.
 func TestServerModelfileDraft(t *testing.T) {
-	testtier.Full(t, "serves the real engine")
+	testkit.Full(t, "serves the real engine")
 	dir, src := t.TempDir(), t.TempDir()
 	heavy, draft := filepath.Join(src, "heavy.gguf"), filepath.Join(src, "bigram.gguf")
 	if err := testmodels.WriteBigramHeavy(heavy, 2); err != nil {

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/internal/testtier"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
@@ -67,7 +67,7 @@ func TestStoreFaultChild(t *testing.T) {
 // standard output.
 func startChild(t *testing.T, mode, dir, allow string) (*exec.Cmd, *bufio.Scanner) {
 	t.Helper()
-	testtier.Full(t, "kills child servers")
+	testkit.Full(t, "kills child servers")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestStoreFaultChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), faultEnv+"="+mode, "TADPOLE_STORE_DIR="+dir, "TADPOLE_STORE_ALLOW="+allow)
 	out, err := cmd.StdoutPipe()
@@ -199,7 +199,7 @@ func TestKillDuringPull(t *testing.T) {
 // half-written one: the model is the last version written or the one
 // before, every blob it names is there, and it answers.
 func TestKillDuringCreate(t *testing.T) {
-	testtier.Full(t, "kills child servers")
+	testkit.Full(t, "kills child servers")
 	dir := t.TempDir()
 	if err := testmodels.WriteBigram(filepath.Join(dir, "bigram.gguf")); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/internal/testtier"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 
 	"github.com/chromedp/chromedp"
 
@@ -724,7 +724,7 @@ func TestUIPull(t *testing.T) {
 // lost, keeps the conversation, and Retry answers once the server is
 // back on the same address.
 func TestUIServerRestart(t *testing.T) {
-	testtier.Full(t, "a browser on the real engine")
+	testkit.Full(t, "a browser on the real engine")
 	dir := t.TempDir()
 	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/internal/testtier"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server"
@@ -44,7 +44,7 @@ var built struct {
 // -race when the tests do, so both builds share Go's build cache.
 func tadpole(t testing.TB) string {
 	t.Helper()
-	testtier.Full(t, "runs the tadpole binary")
+	testkit.Full(t, "runs the tadpole binary")
 	built.once.Do(func() {
 		dir, err := os.MkdirTemp("", "tadpole-cli-")
 		if err != nil {
@@ -81,7 +81,7 @@ type testServer struct {
 
 func startServer(t *testing.T) *testServer {
 	t.Helper()
-	testtier.Full(t, "serves the real engine")
+	testkit.Full(t, "serves the real engine")
 	dir := t.TempDir()
 	abs, err := filepath.Abs(testmodels.Testdata("stories260K.gguf"))
 	if err != nil {

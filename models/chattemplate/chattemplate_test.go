@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/internal/testtier"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 
 	"github.com/tadpole-llm/tadpole/models/chattemplate"
 )
@@ -77,7 +77,7 @@ func TestRuntimeErrors(t *testing.T) {
 // Hostile templates end with an error, quickly, instead of hanging or
 // crashing the server.
 func TestHostileTemplates(t *testing.T) {
-	testtier.Full(t, "template bombs run to their budgets")
+	testkit.Full(t, "template bombs run to their budgets")
 	for _, src := range []string{
 		`{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}`,
 		`{% for x in [1] recursive %}{{ loop([1]) }}{% endfor %}`,

@@ -258,3 +258,39 @@ func Granite33(tmpl string) FamilyScript {
 		Turn1: append(turn1, "}]", "<|end_of_text|>"), Turn2: append(append([]string(nil), familyAnswer...), "<|end_of_text|>"),
 	}
 }
+
+// Apriel15 is the scripted Apriel 1.5 model (unsloth-Apriel-1.5.jinja;
+// no reasoning): after "<|assistant|>\n",
+//
+//	<tool_calls>[{"name": "get_weather", "arguments": ARGUMENTS}]</tool_calls><|end|>
+//
+// and after the tool result (a <|tool_result|> turn holding its "sky"),
+// the answer.
+func Apriel15(tmpl string) FamilyScript {
+	turn1 := append([]string{"<tool_calls>", `[{"name": "` + FamilyTool + `", "arguments": `}, familyArguments...)
+	return FamilyScript{
+		Name: "Tadpole scripted Apriel 1.5 test model", Template: tmpl,
+		Specials:   []string{"<|system|>", "<|user|>", "<|assistant|>", "<|end|>", "<|tool_result|>", "<|content|>"},
+		UserTokens: []string{"<tool_calls>", "</tool_calls>"},
+		Trigger:    "<0x0A>", ToolResultMarker: "sky",
+		Turn1: append(turn1, "}]", "</tool_calls>", "<|end|>"), Turn2: append(append([]string(nil), familyAnswer...), "<|end|>"),
+	}
+}
+
+// MiniMaxM1 is the scripted MiniMax M1 model (MiniMax-M1.jinja; no
+// reasoning): after "<beginning_of_sentence>ai name=assistant\n",
+//
+//	<tool_calls>\n{"name": "get_weather", "arguments": ARGUMENTS}\n</tool_calls>
+//
+// (a call object a line) and after the tool result ("tool result: …",
+// holding its "sky"), the answer.
+func MiniMaxM1(tmpl string) FamilyScript {
+	turn1 := append([]string{"<tool_calls>", "\n{\"name\": \"" + FamilyTool + "\", \"arguments\": "}, familyArguments...)
+	return FamilyScript{
+		Name: "Tadpole scripted MiniMax M1 test model", Template: tmpl,
+		Specials:   []string{"<beginning_of_sentence>", "<end_of_sentence>"},
+		UserTokens: []string{"<tool_calls>", "</tool_calls>"},
+		Trigger:    "<0x0A>", ToolResultMarker: "sky",
+		Turn1: append(turn1, "}\n", "</tool_calls>"), Turn2: append([]string(nil), familyAnswer...),
+	}
+}

@@ -73,12 +73,16 @@ const (
 	// KimiK3: Kimi K3's tagged sections, <|open|>TAG attrs<|sep|>…<|close|>TAG<|sep|>:
 	// think, response, tools of calls (kimik3.go).
 	KimiK3
+	// ToolCallsTag: <tool_calls>…</tool_calls> holding JSON call objects,
+	// a list (Apriel: <tool_calls>[{"name": …, "arguments": …}]</tool_calls>)
+	// or one a line (MiniMax M1).
+	ToolCallsTag
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3", ToolCallsTag: "tool-calls-tag",
 }
 
 func (f Format) String() string {
@@ -115,6 +119,8 @@ func DetectFormat(template string) Format {
 		return Seed
 	case has(apertusCallsBegin):
 		return Apertus
+	case has(toolCallsTagBegin):
+		return ToolCallsTag
 	case has(lfmCallsBegin), has("List of tools: ["), has("<|tool_list_start|>"):
 		return LFM2
 	case has("<|tool_call|>"):
@@ -179,6 +185,9 @@ const (
 	hy3CallBegin  = "<tool_call" + hy3Suffix
 	hy3CallEnd    = "</tool_call" + hy3Suffix
 	hy3Sep        = "<tool_sep" + hy3Suffix
+	// Apriel's and MiniMax M1's calls block.
+	toolCallsTagBegin = "<tool_calls>"
+	toolCallsTagEnd   = "</tool_calls>"
 	// DeepSeek V4 names the block tool_calls.
 	dsmlToolCallsBegin = "<" + dsml + "tool_calls>"
 	dsmlToolCallsEnd   = "</" + dsml + "tool_calls>"
@@ -271,6 +280,8 @@ func markers(f Format) []callMarker {
 		return []callMarker{{hy3CallsBegin, hy3CallsEnd}}
 	case KimiK3:
 		return []callMarker{{k3OpenTag("tools"), k3CloseTag("tools")}}
+	case ToolCallsTag:
+		return []callMarker{{toolCallsTagBegin, toolCallsTagEnd}}
 	}
 	return nil
 }
@@ -289,7 +300,7 @@ func silentMarkup(f Format) []string {
 // JSON; so does a forced call's grammar for them). Hermes and Command-R
 // models mark their calls, and their answers may well be JSON.
 func jsonAnswers(f Format) bool {
-	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML || f == Gemma4 || f == Hy3 || f == KimiK3
+	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML || f == Gemma4 || f == Hy3 || f == KimiK3 || f == ToolCallsTag
 }
 
 // Markup is the markup the parser reads for o: thinking tags, call

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tadpole-llm/tadpole/internal/testtier"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 
 	"github.com/tadpole-llm/tadpole/server/jobs/pgtest"
 )
@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 // skips, or fails under TADPOLE_REQUIRE_PG=1.
 func pgServer(t *testing.T) *pgtest.Server {
 	t.Helper()
-	testtier.Full(t, "PostgreSQL")
+	testkit.Full(t, "PostgreSQL")
 	pg.once.Do(func() { pg.srv, pg.err = pgtest.New() })
 	if errors.Is(pg.err, pgtest.ErrNoBinaries) && os.Getenv("TADPOLE_REQUIRE_PG") != "1" {
 		t.Skip(pg.err)

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/internal/testtier"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/gguf"
@@ -190,7 +190,7 @@ func TestTemplatesMatchLlamaServer(t *testing.T) {
 // CGO_CPPFLAGS (-I<build>/src/include) and the llama-server build
 // scripts/llama.sh makes beside it.
 func locate(t *testing.T) (bin, src string) {
-	testtier.Full(t, "llama-server side by side")
+	testkit.Full(t, "llama-server side by side")
 	bin, src = os.Getenv("LLAMA_SERVER"), os.Getenv("LLAMA_CPP_SRC")
 	if src == "" || bin == "" {
 		for _, f := range strings.Fields(os.Getenv("CGO_CPPFLAGS")) {

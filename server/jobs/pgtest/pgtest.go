@@ -4,7 +4,7 @@
 // at the end. It uses the server binaries of the system's postgresql
 // package (PATH, then /usr/lib/postgresql/*/bin). Without them a test
 // skips, or fails when TADPOLE_REQUIRE_PG=1 (CI installs them). The short
-// tier (-short, internal/testtier) skips every test that starts one.
+// tier (-short, internal/testkit) skips every test that starts one.
 //
 // initdb and postgres refuse to run as root; as root, the server runs as
 // the unprivileged user "nobody" (through runuser), which owns the
@@ -27,7 +27,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/internal/testtier"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -71,7 +71,7 @@ func version(binDir string) int {
 // for when it skips.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	testtier.Full(t, "PostgreSQL")
+	testkit.Full(t, "PostgreSQL")
 	s, err := New()
 	if err != nil {
 		if err == ErrNoBinaries && os.Getenv("TADPOLE_REQUIRE_PG") != "1" {
