@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 )
 
 var embedTexts = []string{
@@ -126,11 +127,7 @@ func TestEmbedCancel(t *testing.T) {
 	if _, _, err := r.Embed(ctx, [][]engine.Token{toks}, 0, false); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); r.EmbedsWaiting() != 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the cancelled request stayed queued")
-		}
-	}
+	testkit.Eventually(t, 30*time.Second, "the cancelled request to leave the queue", func() bool { return r.EmbedsWaiting() == 0 })
 	if out, _, err := r.Embed(context.Background(), [][]engine.Token{toks}, 0, false); err != nil || len(out) != 1 {
 		t.Fatalf("after a cancel: %v", err)
 	}

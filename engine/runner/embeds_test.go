@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
@@ -391,16 +392,7 @@ func TestEmbedsCancel(t *testing.T) {
 	if res.last.DoneReason != "cancel" || res.last.Stats.PromptEvalCount != 0 {
 		t.Fatalf("final event %+v", res.last)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if busy, _ := r.Slots(); busy == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("slot still busy after cancel")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, "the slot to be free after cancel", func() bool { busy, _ := r.Slots(); return busy == 0 })
 	// The same request again: the partly decoded span is decoded whole,
 	// and gives what a fresh runner gives.
 	res = run(t, r, Request{Prompt: long, Embeds: []Embeds{span}, NumPredict: 4})

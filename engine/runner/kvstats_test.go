@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 )
 
 // KVCells counts the cells of running requests as used and those idle
@@ -35,18 +36,12 @@ func TestKVCells(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
-		k, err = r.KVCells(ctx)
-		if err != nil {
+	testkit.Eventually(t, time.Minute, "the running generation to hold cells", func() bool {
+		if k, err = r.KVCells(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if k.Used > len(prompt) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a running generation holds no cells: %+v", k)
-		}
-	}
+		return k.Used > len(prompt)
+	})
 	if u := k.Usage(); u <= 0 || u > 0.5 || k.Used > 128 {
 		t.Fatalf("one of two slots running: %+v, usage %v", k, u)
 	}

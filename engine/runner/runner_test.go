@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
 
@@ -269,19 +270,8 @@ func TestCancellationFreesSlots(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for r.Busy() != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := r.Busy(); n != 0 {
-		t.Fatalf("%d requests still hold slots after cancellation", n)
-	}
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Fatalf("goroutines: %d before, %d after", before, n)
-	}
+	testkit.Eventually(t, 10*time.Second, "the cancelled requests to free their slots", func() bool { return r.Busy() == 0 })
+	testkit.Eventually(t, 10*time.Second, fmt.Sprintf("the goroutines to go back to %d", before), func() bool { return runtime.NumGoroutine() <= before })
 	// The runner still serves correctly.
 	if res := run(t, r, Request{Prompt: prompt, NumPredict: 30}); !strings.HasPrefix(res.text, storiesContinuation) {
 		t.Fatalf("after cancellations: %q", res.text)

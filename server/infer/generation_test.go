@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
@@ -74,17 +75,11 @@ func TestGenerationClose(t *testing.T) {
 	if requests(s) != 0 {
 		t.Fatalf("%d requests hold the instance after Close", requests(s))
 	}
-	if busy, _ := g.Instance().si.Runner.Slots(); busy != 0 {
-		// The slot is freed at the next decode step: give it a moment.
-		deadline := time.Now().Add(5 * time.Second)
-		for busy != 0 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-			busy, _ = g.Instance().si.Runner.Slots()
-		}
-		if busy != 0 {
-			t.Fatalf("%d slots busy after Close", busy)
-		}
-	}
+	// The slot is freed at the next decode step: give it a moment.
+	testkit.Eventually(t, 5*time.Second, "the slots to be free after Close", func() bool {
+		busy, _ := g.Instance().si.Runner.Slots()
+		return busy == 0
+	})
 	g.Close() // a second Close does nothing (no second release)
 	if requests(s) != 0 {
 		t.Fatalf("%d requests after a second Close", requests(s))

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 )
 
 func open(t *testing.T, dir string) *Store {
@@ -95,20 +97,15 @@ func testRunOldestFirst(t *testing.T, cfg Config) {
 
 func waitState(t *testing.T, s *Store, id string, want State) *Job {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		j, err := s.Get(context.Background(), id)
-		if err != nil {
+	var j *Job
+	testkit.Eventually(t, 30*time.Second, fmt.Sprintf("job %s to be %s", id, want), func() bool {
+		var err error
+		if j, err = s.Get(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		if j.State == want {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s is %s, not %s", id, j.State, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return j.State == want
+	})
+	return j
 }
 
 func TestCancel(t *testing.T) { each(t, testCancel) }

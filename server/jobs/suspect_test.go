@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 )
 
 // die ends s as a death of its process would: the jobs it claimed stay
@@ -18,14 +20,13 @@ func die(s *Store) { s.Close() }
 // it has lapsed (at once with SQLite, after the lease with PostgreSQL).
 func claimAfterDeath(t *testing.T, s *Store) (*Job, string) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if j, token := s.claim(); j != nil {
-			return j, token
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the dead server's job was never claimed again")
-		}
-	}
+	var j *Job
+	var token string
+	testkit.Eventually(t, 30*time.Second, "the dead server's job to be claimed again", func() bool {
+		j, token = s.claim()
+		return j != nil
+	})
+	return j, token
 }
 
 // A job that was running when the server died is run again, but alone:
@@ -131,15 +132,13 @@ func testSuspectJobFailsAfterSecondDeath(t *testing.T, cfg Config) {
 	// renewed here, may be claimed again as its own lease runs out).
 	var claimed []string
 	var got *Job
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testkit.Eventually(t, 30*time.Second, "the twice-killed job to fail", func() bool {
 		if j, _ := c.claim(); j != nil && !slices.Contains(claimed, j.ID) {
 			claimed = append(claimed, j.ID)
 		}
 		got, _ = c.Get(ctx, p.ID)
-		if got.State == Failed || time.Now().After(deadline) {
-			break
-		}
-	}
+		return got.State == Failed
+	})
 	if len(claimed) != 1 || claimed[0] != next.ID {
 		t.Fatalf("claimed %v, want only the job behind the twice-killed one (%s)", claimed, next.ID)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tadpole-llm/tadpole/engine/gpu"
 	"github.com/tadpole-llm/tadpole/engine/runner"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
@@ -106,13 +107,7 @@ func TestKeepAlive(t *testing.T) {
 	if len(s.Loaded()) != 1 {
 		t.Fatal("unloaded before keep_alive expired")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(s.Loaded()) != 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if len(s.Loaded()) != 0 {
-		t.Fatal("not unloaded after keep_alive")
-	}
+	testkit.Eventually(t, 5*time.Second, "the model to unload after keep_alive", func() bool { return len(s.Loaded()) == 0 })
 	in = acquire(t, s, storiesPath)
 	s.Release(in, 0)
 	if len(s.Loaded()) != 0 {
