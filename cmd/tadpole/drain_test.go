@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
@@ -86,20 +87,18 @@ func startStream(t *testing.T, d *daemon, n int, readErr *error) <-chan streamLi
 // waitReady polls /readyz until it answers code.
 func waitReady(t *testing.T, d *daemon, code int) readyBody {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+	var b readyBody
+	testkit.Eventually(t, time.Minute, fmt.Sprintf("/readyz to answer %d", code), func() bool {
 		resp, err := http.Get(d.url + "/readyz")
-		if err == nil {
-			var b readyBody
-			json.NewDecoder(resp.Body).Decode(&b)
-			resp.Body.Close()
-			if resp.StatusCode == code {
-				return b
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz never answered %d (last: %v)\n%s", code, err, d.log())
-		}
-	}
+		defer resp.Body.Close()
+		b = readyBody{}
+		json.NewDecoder(resp.Body).Decode(&b)
+		return resp.StatusCode == code
+	})
+	return b
 }
 
 type readyBody struct {
@@ -206,16 +205,7 @@ func TestDrainTimeoutCutsStream(t *testing.T) {
 	if code := d.call(t, "POST", "/api/v1/ollama", "", long, &job); code != 202 {
 		t.Fatalf("submit: %d", code)
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		var env struct{ Data daemonJob }
-		d.call(t, "GET", "/api/v1/jobs/"+job.Data.ID, "", "", &env)
-		if env.Data.Status == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the job never ran: %+v\n%s", env.Data, d.log())
-		}
-	}
+	testkit.Eventually(t, time.Minute, "the job to run", func() bool { return d.job(t, job.Data.ID).Status == 1 })
 	// About a minute of generation: far past the drain timeout.
 	var readErr error
 	lines := startStream(t, d, 100000, &readErr)
@@ -248,16 +238,13 @@ func TestDrainTimeoutCutsStream(t *testing.T) {
 	// The job was handed back: after a restart it runs again as its
 	// first attempt (a kill -9 would have counted the interrupted run).
 	d = startDaemon(t, args...)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		var env struct{ Data daemonJob }
-		d.call(t, "GET", "/api/v1/jobs/"+job.Data.ID, "", "", &env)
-		if env.Data.Status == 1 && env.Data.Attempts == 1 {
-			break
+	testkit.Eventually(t, time.Minute, "the job to run again as its first attempt", func() bool {
+		j := d.job(t, job.Data.ID)
+		if j.Status > 1 || j.Attempts > 1 {
+			t.Fatalf("the job after the drain and a restart: %+v", j)
 		}
-		if env.Data.Status > 1 || env.Data.Attempts > 1 || time.Now().After(deadline) {
-			t.Fatalf("the job after the drain and a restart: %+v\n%s", env.Data, d.log())
-		}
-	}
+		return j.Status == 1 && j.Attempts == 1
+	})
 }
 
 // A --preload model that does not exist stops the server with an error

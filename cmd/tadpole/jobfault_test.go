@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/flight"
 )
@@ -48,16 +50,13 @@ func TestJobKilledRepeatedlyFailsVisibly(t *testing.T) {
 				t.Fatalf("restart %d does not name the job that was running:\n%s", attempt, log)
 			}
 		}
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-			var env struct{ Data daemonJob }
-			d.call(t, "GET", "/api/v1/jobs/"+poison, "", "", &env)
-			if env.Data.Status == 1 && env.Data.Attempts == attempt {
-				break
+		testkit.Eventually(t, time.Minute, fmt.Sprintf("the job to run its attempt %d", attempt), func() bool {
+			j := d.job(t, poison)
+			if j.Status > 1 {
+				t.Fatalf("attempt %d: job %+v", attempt, j)
 			}
-			if env.Data.Status > 1 || time.Now().After(deadline) {
-				t.Fatalf("attempt %d: job %+v\n%s", attempt, env.Data, d.log())
-			}
-		}
+			return j.Status == 1 && j.Attempts == attempt
+		})
 		waitInFlight(t, data, poison)
 		if attempt == 2 && !strings.Contains(d.log(), `a job runs alone: the server died while it ran before" id=`+poison) {
 			t.Errorf("the suspect job did not run alone:\n%s", d.log())
@@ -66,7 +65,7 @@ func TestJobKilledRepeatedlyFailsVisibly(t *testing.T) {
 	}
 
 	d = startDaemon(t, args...)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+	testkit.Eventually(t, time.Minute, "the job behind the failed one to complete", func() bool {
 		all := d.jobs(t, "", "")
 		byID := map[string]daemonJob{}
 		for _, j := range all {
@@ -76,16 +75,14 @@ func TestJobKilledRepeatedlyFailsVisibly(t *testing.T) {
 		if len(all) != 2 || p.ID == "" || n.ID == "" {
 			t.Fatalf("jobs after the restarts: %+v", all)
 		}
-		if n.Status == 2 {
-			if p.Status != 3 || p.Attempts != 2 || !strings.Contains(p.Error, "the server died twice while running this job") {
-				t.Fatalf("the job that was running at each kill: %+v", p)
-			}
-			break
+		if n.Status != 2 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jobs %+v\n%s", all, d.log())
+		if p.Status != 3 || p.Attempts != 2 || !strings.Contains(p.Error, "the server died twice while running this job") {
+			t.Fatalf("the job that was running at each kill: %+v", p)
 		}
-	}
+		return true
+	})
 	var failed struct{ Error string }
 	if code := d.call(t, "GET", "/api/v1/ollama/"+poison+"/results", "", "", &failed); code != 409 || !strings.Contains(failed.Error, "died twice") {
 		t.Fatalf("results of the failed job: %d %+v", code, failed)
@@ -96,12 +93,8 @@ func TestJobKilledRepeatedlyFailsVisibly(t *testing.T) {
 // names id: its run has begun, and a death now leaves it in the report.
 func waitInFlight(t *testing.T, data, id string) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if b, _ := os.ReadFile(filepath.Join(data, flight.FileName)); strings.Contains(string(b), `"id":"`+id+`"`) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never in flight", id)
-		}
-	}
+	testkit.Eventually(t, time.Minute, id+" in the in-flight file", func() bool {
+		b, _ := os.ReadFile(filepath.Join(data, flight.FileName))
+		return strings.Contains(string(b), `"id":"`+id+`"`)
+	})
 }

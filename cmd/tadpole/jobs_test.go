@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 )
@@ -77,20 +78,35 @@ func startDaemon(t *testing.T, args ...string) *daemon {
 	d := &daemon{cmd: cmd, url: "http://" + host, logs: logs, exited: make(chan struct{})}
 	go func() { d.waitErr = cmd.Wait(); close(d.exited) }()
 	t.Cleanup(func() { cmd.Process.Kill(); <-d.exited })
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+	// A test that fails while this server runs shows its log (a wait
+	// that ran out says only what it waited for).
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the log of tadpole serve on %s:\n%s", host, d.log())
+		}
+	})
+	testkit.Eventually(t, time.Minute, "tadpole serve to answer", func() bool {
 		select {
 		case <-d.exited:
 			t.Fatalf("tadpole serve exited: %v\n%s", d.waitErr, d.log())
 		default:
 		}
-		if resp, err := http.Get(d.url + "/"); err == nil {
+		resp, err := http.Get(d.url + "/")
+		if err == nil {
 			resp.Body.Close()
-			return d
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tadpole serve does not answer\n%s", d.log())
-		}
-	}
+		return err == nil
+	})
+	return d
+}
+
+// job is the job id as GET /api/v1/jobs/{id} answers it (zero when it
+// does not).
+func (d *daemon) job(t *testing.T, id string) daemonJob {
+	t.Helper()
+	var env struct{ Data daemonJob }
+	d.call(t, "GET", "/api/v1/jobs/"+id, "", "", &env)
+	return env.Data
 }
 
 func (d *daemon) log() string {
@@ -181,38 +197,30 @@ func TestJobsSurviveKill(t *testing.T) {
 		submitted[env.Data.ID] = true
 	}
 	// Kill it once some jobs have completed while others run.
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
+	testkit.Eventually(t, 2*time.Minute, "some jobs completed while others run", func() bool {
 		completed, running := len(d.jobs(t, secret, "status=completed")), len(d.jobs(t, secret, "status=running"))
 		if completed == n {
 			t.Fatalf("every job completed before the kill")
 		}
 		if completed > 0 && running > 0 {
 			t.Logf("killed with %d jobs completed and %d running", completed, running)
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no progress: %d completed\n%s", completed, d.log())
-		}
-	}
+		return false
+	})
 	d.kill(t)
 
 	d = startDaemon(t, args...)
 	var all []daemonJob
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+	testkit.Eventually(t, 3*time.Minute, "every job to finish after the restart", func() bool {
 		all = d.jobs(t, secret, "")
-		done := 0
 		for _, j := range all {
-			if j.Status >= 2 {
-				done++
+			if j.Status < 2 {
+				return false
 			}
 		}
-		if done == len(all) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs finished after the restart\n%s", done, len(all), d.log())
-		}
-	}
+		return true
+	})
 	if len(all) != n {
 		t.Fatalf("%d jobs after the restart, want %d", len(all), n)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
@@ -83,17 +84,10 @@ func TestPsAndStop(t *testing.T) {
 	if r.stdout != "" || r.stderr != "" {
 		t.Errorf("stop printed %s", r)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Eventually(t, 30*time.Second, "ps to list no model after stop", func() bool {
 		r = ts.mustRun(t, "ps")
-		if strings.Count(r.stdout, "\n") == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still loaded after stop:\n%s", r.stdout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return strings.Count(r.stdout, "\n") == 1
+	})
 	r = ts.run(t, "", "stop", "bigram")
 	if r.code != 1 || !strings.Contains(r.stderr, `couldn't find model "bigram" to stop`) {
 		t.Fatalf("stop of an unloaded model: %s", r)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/jobs/pgtest"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
@@ -277,27 +278,15 @@ func TestPGDatabaseOutage(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+	testkit.Eventually(t, time.Minute, "job "+before+" to complete after the database's restart", func() bool {
 		var got struct{ Data daemonJob }
-		if code := d.call(t, "GET", "/api/v1/jobs/"+before, "", "", &got); code == 200 && got.Data.Status == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s after the restart\n%s", before, d.log())
-		}
-	}
+		code := d.call(t, "GET", "/api/v1/jobs/"+before, "", "", &got)
+		return code == 200 && got.Data.Status == 2
+	})
 	if code := d.call(t, "POST", "/api/v1/ollama", "", `{"model":"stories","prompt":"Once","options":{"num_predict":8}}`, &env); code != 202 {
 		t.Fatalf("submit after the restart: %d", code)
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		var got struct{ Data daemonJob }
-		if d.call(t, "GET", "/api/v1/jobs/"+env.Data.ID, "", "", &got); got.Data.Status == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job after the restart: %+v\n%s", got.Data, d.log())
-		}
-	}
+	testkit.Eventually(t, time.Minute, "the job submitted after the restart to complete", func() bool { return d.job(t, env.Data.ID).Status == 2 })
 }
 
 // Bad databases at start-up: one migrated by a newer Tadpole is refused
@@ -343,7 +332,7 @@ func TestPGUsageAcrossReplicas(t *testing.T) {
 		t.Fatalf("generate through A: %d %+v", code, gen)
 	}
 	out := regexp.MustCompile(`(?m)^tadpole_key_tokens(?:_total)?\{[^}]*direction="out"[^}]*\} (\d+)`)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+	testkit.Eventually(t, time.Minute, fmt.Sprintf("B's /metrics to show A's %d tokens out", gen.EvalCount), func() bool {
 		req, _ := http.NewRequest("GET", b.url+"/metrics", nil)
 		req.Header.Set("Authorization", "Bearer "+secret)
 		resp, err := http.DefaultClient.Do(req)
@@ -353,14 +342,9 @@ func TestPGUsageAcrossReplicas(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		m := out.FindSubmatch(body)
-		if m != nil && string(m[1]) == strconv.Itoa(gen.EvalCount) {
-			t.Logf("B's /metrics shows the %d tokens generated through A", gen.EvalCount)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("B's /metrics never showed A's %d tokens out: %q", gen.EvalCount, m)
-		}
-	}
+		return m != nil && string(m[1]) == strconv.Itoa(gen.EvalCount)
+	})
+	t.Logf("B's /metrics shows the %d tokens generated through A", gen.EvalCount)
 }
 
 // SIGTERM drains a replica: the job it runs past --drain-timeout goes
@@ -383,14 +367,7 @@ func TestPGDrainHandsJobToReplica(t *testing.T) {
 	owner := func() []string {
 		return pgtest.Query(t, url, `SELECT state, attempts, lease_owner FROM jobs WHERE id = $1`, id)[0]
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if got := owner(); got[0] == "running" && got[2] == ownerA {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %v\n%s", owner(), a.log())
-		}
-	}
+	testkit.Eventually(t, time.Minute, "the job to run on A", func() bool { got := owner(); return got[0] == "running" && got[2] == ownerA })
 	b := startDaemon(t, pgServeArgs(t, models, url)...)
 	ownerB := fmt.Sprintf("%s/%d", host, b.cmd.Process.Pid)
 	t0 := time.Now()
@@ -402,20 +379,21 @@ func TestPGDrainHandsJobToReplica(t *testing.T) {
 		t.Fatalf("drained replica: %v\n%s", a.waitErr, a.log())
 	}
 	exited := time.Since(t0)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+	testkit.Eventually(t, time.Minute, "B to run the job A handed back", func() bool {
 		got := owner()
+		if got[0] != "running" && got[0] != "queued" {
+			t.Fatalf("after A's drain: %v (state, attempts, replica)", got)
+		}
 		if got[0] == "running" && got[2] == ownerB {
 			if got[1] != "1" {
 				t.Fatalf("the handed-back attempt was counted: %v", got)
 			}
-			t.Logf("SIGTERM to A with the job running; A exited 0 after %v (--drain-timeout 1s); B was running the job %v after the SIGTERM, attempt still 1",
-				exited.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
-			break
+			return true
 		}
-		if time.Now().After(deadline) || got[0] != "running" && got[0] != "queued" {
-			t.Fatalf("after A's drain: %v (state, attempts, replica)\n%s", got, b.log())
-		}
-	}
+		return false
+	})
+	t.Logf("SIGTERM to A with the job running; A exited 0 after %v (--drain-timeout 1s); B was running the job %v after the SIGTERM, attempt still 1",
+		exited.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 	if code := b.call(t, "DELETE", "/api/v1/jobs/"+id, "", "", &env); code != 200 || env.Data.Status != 4 {
 		t.Fatalf("cancel through B: %d %+v", code, env.Data)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
 
@@ -252,13 +253,14 @@ func (s *syncBuffer) String() string {
 // waitFor polls the output until ok, failing the test after a minute.
 func waitFor(t *testing.T, out *syncBuffer, ok func(string) bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !ok(out.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s in the output:\n%s", what, out)
+	seen := false
+	defer func() {
+		if !seen { // Eventually failed the test
+			t.Logf("the output:\n%s", out)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}()
+	testkit.Eventually(t, time.Minute, what+" in the output", func() bool { return ok(out.String()) })
+	seen = true
 }
 
 // wait waits for the command, killing it after a minute.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
 
@@ -50,13 +51,7 @@ func TestServeSIGHUPWithoutTLS(t *testing.T) {
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(readFile(d.logs), "nothing to reload") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no SIGHUP log line:\n%s", readFile(d.logs))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, "the SIGHUP log line", func() bool { return strings.Contains(readFile(d.logs), "nothing to reload") })
 	resp, err := http.Get(d.url + "/")
 	if err != nil {
 		t.Fatalf("server gone after SIGHUP: %v", err)

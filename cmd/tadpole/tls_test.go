@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 )
 
@@ -135,11 +136,7 @@ func TestServeTLSAndScopes(t *testing.T) {
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); !strings.Contains(d.log(), "TLS certificate not reloaded"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no reload error logged:\n%s", d.log())
-		}
-	}
+	testkit.Eventually(t, time.Minute, "the reload error in the log", func() bool { return strings.Contains(d.log(), "TLS certificate not reloaded") })
 	if r := cli(keys["inference"][0], "list"); r.code != 0 {
 		t.Fatalf("list after a failed reload: %s", r)
 	}
@@ -150,16 +147,13 @@ func TestServeTLSAndScopes(t *testing.T) {
 	}
 	poolB := x509.NewCertPool()
 	poolB.AppendCertsFromPEM(certB)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+	testkit.Eventually(t, time.Minute, "the new certificate to be served", func() bool {
 		c, err := tls.Dial("tcp", strings.TrimPrefix(host, "https://"), &tls.Config{RootCAs: poolB})
 		if err == nil {
 			c.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the new certificate is not served: %v\n%s", err, d.log())
-		}
-	}
+		return err == nil
+	})
 	// The connection opened before the reload goes on, with its certificate.
 	resp = get(old, host+"/api/version")
 	if resp.StatusCode != 200 || resp.TLS.PeerCertificates[0].SerialNumber.Int64() != 1 {
