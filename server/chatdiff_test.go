@@ -151,6 +151,9 @@ var scriptedFamilies = []struct {
 	{"poolside-Laguna-XS.2.jinja", testmodels.LagunaXS, false, "", ""},
 	{"unsloth-Apriel-1.5.jinja", testmodels.Apriel15, true, "", ""},
 	{"MiniMax-M1.jinja", testmodels.MiniMaxM1, true, "", ""},
+	{"CohereForAI-c4ai-command-r-plus-tool_use.jinja", testmodels.CommandRPlus, true, "", ""},
+	{"GigaChat3-10B-A1.8B.jinja", testmodels.GigaChat3, true, "", ""},
+	{"GigaChat3.1-10B-A1.8B.jinja", testmodels.GigaChat31, true, "", ""},
 }
 
 // listedDifferences are the differences from llama-server that are
@@ -178,7 +181,11 @@ var listedDifferences = map[string]string{
 	"ByteDance-Seed-OSS.jinja/turn1": "llama-server's tool grammar forbids ending after the call: a second, garbage call",
 	// The call is the same; the reasoning is not.
 	"deepseek-ai-DeepSeek-V3.2.jinja/turn2": "llama-server fails on the answer after a tool result (500 \"does not match the expected peg-native format\"; streamed, nothing); Tadpole gives it as content",
-	"Apertus-8B-Instruct.jinja/turn1":       "llama-server leaves <|inner_prefix|>…<|inner_suffix|> (the template's thoughts block) in content; Tadpole gives it as reasoning",
+	// llama.cpp's own test of this template expects a plain answer
+	// after "<|CHATBOT_TOKEN|>" written by the model; one that follows
+	// the generation prompt's does not match its autoparser's analysis.
+	"CohereForAI-c4ai-command-r-plus-tool_use.jinja/turn2": "llama-server fails on a plain answer (500 \"does not match the expected peg-native format\"; streamed, nothing); Tadpole gives it as content",
+	"Apertus-8B-Instruct.jinja/turn1":                      "llama-server leaves <|inner_prefix|>…<|inner_suffix|> (the template's thoughts block) in content; Tadpole gives it as reasoning",
 	// The old Qwen/DeepSeek thinking templates (llama-server's patch
 	// for them takes bare <think>/</think> as the markers): the newline
 	// the prompt writes after <think> and the one before </think> stay

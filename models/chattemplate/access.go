@@ -60,7 +60,11 @@ func contains(container, item any) (bool, error) {
 func getAttr(obj any, name string) (any, error) {
 	switch o := obj.(type) {
 	case undefined:
-		return nil, o.err()
+		// llama.cpp's Jinja engine (llama-server's): an attribute of an
+		// undefined value is undefined, where jinja2 raises. Command R+'s
+		// template reads json_spec.additionalProperties.type of an object
+		// parameter without additionalProperties.
+		return o, nil
 	case *dict:
 		if !o.namespace {
 			if m := dictMethod(o, name); m != nil {
@@ -89,7 +93,7 @@ func getAttr(obj any, name string) (any, error) {
 func getItem(obj, key any) (any, error) {
 	switch o := obj.(type) {
 	case undefined:
-		return nil, o.err()
+		return o, nil // as getAttr
 	case *dict:
 		if v, ok := o.get(key); ok {
 			return v, nil

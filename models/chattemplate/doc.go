@@ -45,7 +45,9 @@
 // Where llama.cpp's Jinja engine (llama-server's) is more lenient than
 // jinja2 and real templates depend on it, the package follows llama.cpp:
 // a string joined ("+" or "~") with None or an undefined value is the
-// string (firefunction v2 adds an undefined `functions`).
+// string (firefunction v2 adds an undefined `functions`), and an
+// attribute or item of an undefined value is undefined (Command R+'s
+// template reads additionalProperties of every object parameter).
 // Input.StringArguments gives tool call arguments as their JSON text, as
 // llama-server does for templates that do not read them as an object.
 //

@@ -11,8 +11,9 @@ import (
 // Where llama.cpp's Jinja engine (llama-server's) renders what jinja2
 // refuses, and real templates rely on it (issue 35's differential): a
 // string joined with None or an undefined value (firefunction v2's
-// `functions`), and a list grown and consumed in place (Kimi K2's queue
-// of tool call ids).
+// `functions`), a list grown and consumed in place (Kimi K2's queue of
+// tool call ids), and an attribute of an undefined value (Command R+'s
+// tool signatures).
 func TestLlamaServerLeniency(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
 		{`{{ "a" + none + "b" }}`, "ab"},
@@ -23,6 +24,11 @@ func TestLlamaServerLeniency(t *testing.T) {
 		{`{% set q = namespace(ids=[]) %}{% set _ = q.ids.append("a") %}{% set _ = q.ids.append("b") %}{{ q.ids.pop(0) }}{{ q.ids }}`, "a['b']"},
 		{`{% set l = [1, 2, 3] %}{{ l.pop() }}{{ l.pop(-2) }}{{ l }}`, "31[2]"},
 		{`{{ [1].append(2) }}`, "None"},
+		// An attribute or item of an undefined value is undefined (jinja2
+		// raises): Command R+'s json_to_python_type of an object
+		// parameter without additionalProperties.
+		{`{{ undefined_thing.attr }}|{{ messages[0].content }}|{{ x.y[0].z is defined }}`, "||False"},
+		{`{%- macro t(s) %}{% if s.type == "object" %}Dict[str, {{ t(s.additionalProperties) }}]{% else %}Any{% endif %}{% endmacro -%}{{ t({"type": "object"}) }}`, "Dict[str, Any]"},
 	} {
 		got, err := chattemplate.Render(c.src, chattemplate.Input{})
 		if err != nil || got != c.want {

@@ -294,3 +294,55 @@ func MiniMaxM1(tmpl string) FamilyScript {
 		Turn1: append(turn1, "}\n", "</tool_calls>"), Turn2: append([]string(nil), familyAnswer...),
 	}
 }
+
+// CommandRPlus is the scripted Command R+ model
+// (CohereForAI-c4ai-command-r-plus-tool_use.jinja; no reasoning): after
+// "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>", the call as the template
+// writes one,
+//
+//	Action:\n```json\n[\n    {\n        "tool_name": "get_weather",\n        "parameters": ARGUMENTS\n    }\n]```
+//
+// and after the tool result (<results> holding its "sky"), the answer.
+func CommandRPlus(tmpl string) FamilyScript {
+	turn1 := append([]string{"Action:\n```json\n[\n    {\n        \"tool_name\": \"" + FamilyTool + "\",\n        \"parameters\": "}, familyArguments...)
+	return FamilyScript{
+		Name: "Tadpole scripted Command R+ test model", Template: tmpl,
+		Specials: []string{"<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>", "<|SYSTEM_TOKEN|>", "<|USER_TOKEN|>", "<|CHATBOT_TOKEN|>"},
+		Trigger:  "<|CHATBOT_TOKEN|>", ToolResultMarker: "sky",
+		Turn1: append(turn1, "\n    }\n]```"), Turn2: append([]string(nil), familyAnswer...),
+	}
+}
+
+// GigaChat3 is the scripted GigaChat 3 model (GigaChat3-10B-A1.8B.jinja
+// and 3.1; no reasoning): its separators are tokens holding their
+// newlines ("<|role_sep|>\n", "<|message_sep|>\n\n"), and after
+// "assistant<|role_sep|>\n" it writes the call message,
+//
+//	<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "get_weather", "arguments": ARGUMENTS}
+//
+// and after the tool result (a "function result" message holding its
+// "sky"), the answer.
+func GigaChat3(tmpl string) FamilyScript {
+	turn1 := append([]string{"<|message_sep|>\n\n", "function call", "<|role_sep|>\n", `{"name": "` + FamilyTool + `", "arguments": `}, familyArguments...)
+	return FamilyScript{
+		Name: "Tadpole scripted GigaChat 3 test model", Template: tmpl,
+		Specials: []string{"<|message_sep|>\n\n"},
+		Trigger:  "<|role_sep|>\n", ToolResultMarker: "sky",
+		Turn1: append(turn1, "}"), Turn2: append([]string(nil), familyAnswer...),
+	}
+}
+
+// GigaChat31 is the scripted GigaChat 3.1 model
+// (GigaChat3.1-10B-A1.8B.jinja; no reasoning): after
+// "assistant<|role_sep|>\n",
+//
+//	<|function_call|>{"name": "get_weather", "arguments": ARGUMENTS}
+//
+// and after the tool result (its "sky"), the answer.
+func GigaChat31(tmpl string) FamilyScript {
+	s := GigaChat3(tmpl)
+	s.Name = "Tadpole scripted GigaChat 3.1 test model"
+	s.Specials = []string{"<|message_sep|>\n\n", "<|function_call|>"}
+	s.Turn1 = append([]string{"<|function_call|>"}, s.Turn1[3:]...)
+	return s
+}

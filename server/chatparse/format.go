@@ -77,12 +77,19 @@ const (
 	// a list (Apriel: <tool_calls>[{"name": …, "arguments": …}]</tool_calls>)
 	// or one a line (MiniMax M1).
 	ToolCallsTag
+	// GigaChat: GigaChat 3's call message, "<|message_sep|>\n\nfunction
+	// call<|role_sep|>\n{"name": …, "arguments": …}" after the answer's
+	// text (its role and message separators are tokens that hold the
+	// newlines).
+	GigaChat
+	// GigaChat31: GigaChat 3.1's "<|function_call|>{"name": …, "arguments": …}".
+	GigaChat31
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3", ToolCallsTag: "tool-calls-tag",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3", ToolCallsTag: "tool-calls-tag", GigaChat: "gigachat", GigaChat31: "gigachat-3.1",
 }
 
 func (f Format) String() string {
@@ -121,6 +128,10 @@ func DetectFormat(template string) Format {
 		return Apertus
 	case has(toolCallsTagBegin):
 		return ToolCallsTag
+	case has(gigaRoleSep) && has(gigaFunctionCall):
+		return GigaChat31
+	case has(gigaRoleSep) && has(gigaMessageSep) && has("function call"):
+		return GigaChat
 	case has(lfmCallsBegin), has("List of tools: ["), has("<|tool_list_start|>"):
 		return LFM2
 	case has("<|tool_call|>"):
@@ -185,6 +196,12 @@ const (
 	hy3CallBegin  = "<tool_call" + hy3Suffix
 	hy3CallEnd    = "</tool_call" + hy3Suffix
 	hy3Sep        = "<tool_sep" + hy3Suffix
+	// GigaChat 3's separators and call message.
+	gigaRoleSep    = "<|role_sep|>"
+	gigaMessageSep = "<|message_sep|>"
+	gigaCall       = gigaMessageSep + "\n\nfunction call" + gigaRoleSep + "\n"
+	// GigaChat 3.1 starts a call with a token of its own.
+	gigaFunctionCall = "<|function_call|>"
 	// Apriel's and MiniMax M1's calls block.
 	toolCallsTagBegin = "<tool_calls>"
 	toolCallsTagEnd   = "</tool_calls>"
@@ -282,6 +299,10 @@ func markers(f Format) []callMarker {
 		return []callMarker{{k3OpenTag("tools"), k3CloseTag("tools")}}
 	case ToolCallsTag:
 		return []callMarker{{toolCallsTagBegin, toolCallsTagEnd}}
+	case GigaChat:
+		return []callMarker{{gigaCall, ""}}
+	case GigaChat31:
+		return []callMarker{{gigaFunctionCall, ""}}
 	}
 	return nil
 }
@@ -333,6 +354,8 @@ func Markup(o Options) []string {
 		out = append(out, gemma4Quote)
 	case KimiK3:
 		out = append(out, k3Open, k3Close, k3Sep)
+	case GigaChat:
+		out = append(out, gigaMessageSep+"\n\n", gigaRoleSep+"\n")
 	case Hy3:
 		out = append(out, hy3CallBegin, hy3CallEnd, hy3Sep, hy3Tags.key, hy3Tags.keyEnd, hy3Tags.value, hy3Tags.valueEnd)
 	case Harmony:

@@ -199,6 +199,10 @@ var callMarkup = map[Format]struct{ trigger, open, close string }{
 	Granite:  {"<|tool_call|>", "[", "]"},
 	// Nemotron Nano 2: its template writes "<TOOLCALL>[{…}, {…}]</TOOLCALL>".
 	NemotronV2: {nemotronCallsBegin, "[", "]" + nemotronCallsEnd},
+	// GigaChat 3: one call message, its object to the end of the output.
+	GigaChat: {gigaCall, "", ""},
+	// GigaChat 3.1: its <|function_call|> token, then the object.
+	GigaChat31: {gigaFunctionCall, "", ""},
 }
 
 // CallTrigger is the special token that starts a call in format f, where
@@ -259,7 +263,10 @@ func LazyGrammar(o Options, tools []Tool, triggerRule string) (string, error) {
 			item = `tadpole-object ([ \n]{0,2} "," ` + pad + ` tadpole-object)*`
 		}
 	}
-	parts = append(parts, item, `[ \n]{0,2}`, strconv.Quote(strings.TrimSpace(c.close)))
+	parts = append(parts, item)
+	if cl := strings.TrimSpace(c.close); cl != "" {
+		parts = append(parts, `[ \n]{0,2}`, strconv.Quote(cl))
+	}
 	root := "tadpole-call"
 	if o.Format == Hermes {
 		root = `tadpole-call ([ \n]{0,2} tadpole-call)*`

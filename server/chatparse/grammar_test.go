@@ -91,7 +91,7 @@ func TestGrammarRules(t *testing.T) {
 		{Name: "get_time", Parameters: []byte(`null`)},
 		{Name: "tree", Parameters: []byte(`{"type": "object", "properties": {"node": {"$ref": "#/definitions/node"}}, "definitions": {"node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/definitions/node"}}}}}}`)},
 	}
-	for f := Generic; f <= ToolCallsTag; f++ {
+	for f := Generic; f <= GigaChat31; f++ {
 		for _, o := range []Options{{Format: f}, {Format: f, Thinking: true}, {Format: f, Thinking: true, StartInThinking: true}} {
 			for _, only := range []string{"", "get_time", "tree"} {
 				g, err := Grammar(o, tools, only)
@@ -106,8 +106,8 @@ func TestGrammarRules(t *testing.T) {
 
 // What each format's grammar writes, the parser reads as a call.
 func TestGrammarOutputParses(t *testing.T) {
-	for f := Generic; f <= ToolCallsTag; f++ { // every format of JSON calls
-		if f > DeepSeek && f != Gemma4 && f != NemotronV2 && f != Hy3 && f != KimiK3 && f != ToolCallsTag {
+	for f := Generic; f <= GigaChat31; f++ { // every format of JSON calls
+		if f > DeepSeek && f != Gemma4 && f != NemotronV2 && f != Hy3 && f != KimiK3 && f != ToolCallsTag && f != GigaChat && f != GigaChat31 {
 			continue // their own tests
 		}
 		g, err := Grammar(Options{Format: f}, []Tool{{Name: "get_time"}}, "")
@@ -175,6 +175,13 @@ func TestLazyGrammar(t *testing.T) {
 				t.Errorf("Command R7B's call object does not start with its id:\n%s", g)
 			}
 		}
+	}
+	for _, f := range []Format{NemotronV2, GigaChat, GigaChat31} {
+		g, err := LazyGrammar(Options{Format: f}, tools, "<[7]>")
+		if err != nil {
+			t.Fatalf("%v: %v", f, err)
+		}
+		gbnfRules(t, g)
 	}
 	if _, err := LazyGrammar(Options{Format: Llama3}, tools, "<[7]>"); err == nil {
 		t.Error("a lazy grammar for a format without a call token")

@@ -219,6 +219,12 @@ var parseCases = []parseCase{
 		text: "\n<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"x1\"}, {\"name\": \"get_time\", \"arguments\": {}}]</tool_calls>", calls: []call{{"get_weather", `{"city":"Paris"}`}, {"get_time", `{}`}}},
 	{name: "tool-calls-tag: MiniMax M1's lines", o: Options{Format: ToolCallsTag, Tools: weather},
 		text: "Checking.\n<tool_calls>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_calls>", content: "Checking.", calls: []call{{"get_weather", `{"city":"Paris"}`}, {"get_time", `{}`}}},
+	{name: "gigachat: text, then the call message", o: Options{Format: GigaChat, Tools: weather},
+		text: "Let me look.<|message_sep|>\n\nfunction call<|role_sep|>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}", content: "Let me look.", calls: []call{{"get_weather", `{"city":"Paris"}`}}},
+	{name: "gigachat: a call message that is no call is content", o: Options{Format: GigaChat, Tools: weather},
+		text: "<|message_sep|>\n\nfunction call<|role_sep|>\n{\"name\": \"rm\"}", content: "<|message_sep|>\n\nfunction call<|role_sep|>\n{\"name\": \"rm\"}", warn: true},
+	{name: "gigachat-3.1: text, then a call", o: Options{Format: GigaChat31, Tools: weather},
+		text: "Let me look.<|function_call|>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}", content: "Let me look.", calls: []call{{"get_weather", `{"city":"Paris"}`}}},
 	{name: "gemma4: thinking without tools", o: Options{Thinking: true},
 		text: "<|channel>thought\nHmm.\n<channel|>Hello.", thinking: "Hmm.", content: "Hello."},
 	{name: "dsml: string=false that is not JSON is content", o: Options{Format: DSML, Tools: weather},
@@ -382,6 +388,8 @@ func TestDetectFormat(t *testing.T) {
 		"{%- set HYTK = ':opensource' %}{%- set t = '<tool_calls{}>'.format(HYTK) %}":                 Hy3,
 		"{{- '<|open|>' + tag -}}{{- '<|close|>' + tag + '<|sep|>' -}}{{- '<|end_of_msg|>' -}}":       KimiK3,
 		"<tool_call></tool_call> XML tags … <tool_calls>[{\"name\": <function-name-1>}]</tool_calls>": ToolCallsTag,
+		"role_sep=\"<|role_sep|>\\n\", message_sep=\"<|message_sep|>\\n\\n\" … 'function call'":       GigaChat,
+		"role_sep=\"<|role_sep|>\\n\", function_call=\"<|function_call|>\" … 'function call'":         GigaChat31,
 	} {
 		if got := DetectFormat(tmpl); got != want {
 			t.Errorf("%q: %v, want %v", tmpl, got, want)
