@@ -154,6 +154,7 @@ var scriptedFamilies = []struct {
 	{"CohereForAI-c4ai-command-r-plus-tool_use.jinja", testmodels.CommandRPlus, true, "", ""},
 	{"GigaChat3-10B-A1.8B.jinja", testmodels.GigaChat3, true, "", ""},
 	{"GigaChat3.1-10B-A1.8B.jinja", testmodels.GigaChat31, true, "", ""},
+	{"llama-cpp-deepseek-r1.jinja", testmodels.DeepSeekR1LlamaCpp, false, "", ""},
 }
 
 // listedDifferences are the differences from llama-server that are
@@ -200,6 +201,8 @@ var listedDifferences = map[string]string{
 	"poolside-Laguna-XS-2.1.jinja/turn1":                   "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the one after </think> as content; Tadpole trims whitespace around the thinking",
 	"poolside-Laguna-XS.2.jinja/turn1":                     "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the one after </think> as content; Tadpole trims whitespace around the thinking",
 	"Reka-Edge.jinja/turn1":                                "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
+	"llama-cpp-deepseek-r1.jinja/turn1":                    "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the blank line after </think> as content; Tadpole trims whitespace around the thinking",
+	"llama-cpp-deepseek-r1.jinja/turn2":                    "llama-server keeps the blank line after </think> at the start of content; Tadpole drops whitespace after a thinking block",
 	"HuggingFaceTB-SmolLM3-3B.jinja/turn1":                 "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the blank line after </think> in content; Tadpole trims whitespace around the thinking (neither parses the call: the template shows no call syntax)",
 	"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja/turn1": "llama-server writes <｜end▁of▁sentence｜> (a preserved token of its parser) into the text, and unstreamed the call then fails to parse (500); streamed, it keeps the newlines inside the thinking and the blank line after </think> as content, which Tadpole trims",
 	"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja/turn2": "llama-server writes <｜end▁of▁sentence｜> (a preserved token of its parser) into content; Tadpole stops at the end-of-generation token",

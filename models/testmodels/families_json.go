@@ -346,3 +346,16 @@ func GigaChat31(tmpl string) FamilyScript {
 	s.Turn1 = append([]string{"<|function_call|>"}, s.Turn1[3:]...)
 	return s
 }
+
+// DeepSeekR1LlamaCpp is the scripted model of llama.cpp's own DeepSeek
+// R1 template (llama-cpp-deepseek-r1.jinja): the R1 distill's call
+// after "<｜Assistant｜><think>\n"; the prompt after the tool result
+// closes the outputs section and opens a thinking block again, so the
+// answer comes after "</think>\n\n".
+func DeepSeekR1LlamaCpp(tmpl string) FamilyScript {
+	s := DeepSeekR1Distill(tmpl)
+	s.Name = "Tadpole scripted DeepSeek R1 (llama.cpp template) test model"
+	s.Trigger2 = ""
+	s.Turn2 = append(append([]string{"</think>", "\n\n"}, familyAnswer...), "<｜end▁of▁sentence｜>")
+	return s
+}
