@@ -359,3 +359,19 @@ func DeepSeekR1LlamaCpp(tmpl string) FamilyScript {
 	s.Turn2 = append(append([]string{"</think>", "\n\n"}, familyAnswer...), "<｜end▁of▁sentence｜>")
 	return s
 }
+
+// FireFunctionV2 is the scripted firefunction v2 model
+// (fireworks-ai-llama-3-firefunction-v2.jinja, Llama 3's tokens; no
+// reasoning): after "<|start_header_id|>assistant<|end_header_id|>\n\n",
+//
+//	 functools[{"name": "get_weather", "arguments": ARGUMENTS}]<|eot_id|>
+//
+// and after the tool result (a tool turn holding its "sky"), the answer.
+func FireFunctionV2(tmpl string) FamilyScript {
+	turn1 := append([]string{` functools[{"name": "` + FamilyTool + `", "arguments": `}, familyArguments...)
+	return FamilyScript{
+		Name: "Tadpole scripted firefunction v2 test model", Template: tmpl, Specials: llama3Specials,
+		Trigger: "\n\n", ToolResultMarker: "sky",
+		Turn1: append(turn1, "}]", "<|eot_id|>"), Turn2: append(append([]string(nil), familyAnswer...), "<|eot_id|>"),
+	}
+}

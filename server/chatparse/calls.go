@@ -388,6 +388,8 @@ func (p *Parser) restPart(open, part string, answer bool) ([]ToolCall, string, e
 			return p.mistral(part)
 		case "<|python_tag|>":
 			return p.pythonTag(part)
+		case fireFunctionCalls:
+			return p.callsFromJSON("["+part, false, true)
 		}
 	}
 	return p.callsFromJSON(part, answer, true)

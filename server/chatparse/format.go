@@ -84,12 +84,15 @@ const (
 	GigaChat
 	// GigaChat31: GigaChat 3.1's "<|function_call|>{"name": …, "arguments": …}".
 	GigaChat31
+	// FireFunction: firefunction v2's " functools[{"name": …, "arguments": …}, …]",
+	// to the end of the output.
+	FireFunction
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3", ToolCallsTag: "tool-calls-tag", GigaChat: "gigachat", GigaChat31: "gigachat-3.1",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3", ToolCallsTag: "tool-calls-tag", GigaChat: "gigachat", GigaChat31: "gigachat-3.1", FireFunction: "firefunction",
 }
 
 func (f Format) String() string {
@@ -128,6 +131,8 @@ func DetectFormat(template string) Format {
 		return Apertus
 	case has(toolCallsTagBegin):
 		return ToolCallsTag
+	case has(fireFunctionCalls):
+		return FireFunction
 	case has(gigaRoleSep) && has(gigaFunctionCall):
 		return GigaChat31
 	case has(gigaRoleSep) && has(gigaMessageSep) && has("function call"):
@@ -196,6 +201,9 @@ const (
 	hy3CallBegin  = "<tool_call" + hy3Suffix
 	hy3CallEnd    = "</tool_call" + hy3Suffix
 	hy3Sep        = "<tool_sep" + hy3Suffix
+	// firefunction v2's call marker (with the list's "[", so that the
+	// word in text is no marker).
+	fireFunctionCalls = "functools["
 	// GigaChat 3's separators and call message.
 	gigaRoleSep    = "<|role_sep|>"
 	gigaMessageSep = "<|message_sep|>"
@@ -303,6 +311,8 @@ func markers(f Format) []callMarker {
 		return []callMarker{{gigaCall, ""}}
 	case GigaChat31:
 		return []callMarker{{gigaFunctionCall, ""}}
+	case FireFunction:
+		return []callMarker{{fireFunctionCalls, ""}}
 	}
 	return nil
 }
@@ -321,7 +331,7 @@ func silentMarkup(f Format) []string {
 // JSON; so does a forced call's grammar for them). Hermes and Command-R
 // models mark their calls, and their answers may well be JSON.
 func jsonAnswers(f Format) bool {
-	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML || f == Gemma4 || f == Hy3 || f == KimiK3 || f == ToolCallsTag
+	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML || f == Gemma4 || f == Hy3 || f == KimiK3 || f == ToolCallsTag || f == FireFunction
 }
 
 // Markup is the markup the parser reads for o: thinking tags, call

@@ -225,6 +225,10 @@ var parseCases = []parseCase{
 		text: "<|message_sep|>\n\nfunction call<|role_sep|>\n{\"name\": \"rm\"}", content: "<|message_sep|>\n\nfunction call<|role_sep|>\n{\"name\": \"rm\"}", warn: true},
 	{name: "gigachat-3.1: text, then a call", o: Options{Format: GigaChat31, Tools: weather},
 		text: "Let me look.<|function_call|>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}", content: "Let me look.", calls: []call{{"get_weather", `{"city":"Paris"}`}}},
+	{name: "firefunction: functools list", o: Options{Format: FireFunction, Tools: weather},
+		text: " functools[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"get_time\", \"arguments\": {}}]", calls: []call{{"get_weather", `{"city":"Paris"}`}, {"get_time", `{}`}}},
+	{name: "firefunction: the word in text", o: Options{Format: FireFunction, Tools: weather},
+		text: "Python's functools module.", content: "Python's functools module."},
 	{name: "gemma4: thinking without tools", o: Options{Thinking: true},
 		text: "<|channel>thought\nHmm.\n<channel|>Hello.", thinking: "Hmm.", content: "Hello."},
 	{name: "dsml: string=false that is not JSON is content", o: Options{Format: DSML, Tools: weather},
@@ -390,6 +394,7 @@ func TestDetectFormat(t *testing.T) {
 		"<tool_call></tool_call> XML tags … <tool_calls>[{\"name\": <function-name-1>}]</tool_calls>": ToolCallsTag,
 		"role_sep=\"<|role_sep|>\\n\", message_sep=\"<|message_sep|>\\n\\n\" … 'function call'":       GigaChat,
 		"role_sep=\"<|role_sep|>\\n\", function_call=\"<|function_call|>\" … 'function call'":         GigaChat31,
+		"{%- set ns.content = ns.content + ' functools[' + tool.calls | join(', ') + ']' -%}":         FireFunction,
 	} {
 		if got := DetectFormat(tmpl); got != want {
 			t.Errorf("%q: %v, want %v", tmpl, got, want)
