@@ -156,6 +156,7 @@ var scriptedFamilies = []struct {
 	{"GigaChat3.1-10B-A1.8B.jinja", testmodels.GigaChat31, true, "", ""},
 	{"llama-cpp-deepseek-r1.jinja", testmodels.DeepSeekR1LlamaCpp, false, "", ""},
 	{"fireworks-ai-llama-3-firefunction-v2.jinja", testmodels.FireFunctionV2, true, "", ""},
+	{"Cohere2MoE.jinja", testmodels.Cohere2MoE, false, "", ""},
 }
 
 // listedDifferences are the differences from llama-server that are

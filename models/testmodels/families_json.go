@@ -375,3 +375,26 @@ func FireFunctionV2(tmpl string) FamilyScript {
 		Turn1: append(turn1, "}]", "<|eot_id|>"), Turn2: append(append([]string(nil), familyAnswer...), "<|eot_id|>"),
 	}
 }
+
+// Cohere2MoE is the scripted Cohere2 MoE model (Cohere2MoE.jinja,
+// reasoning on, its default; markup tokens are control tokens): its
+// prompt ends "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_THINKING|>",
+// so it writes
+//
+//	REASONING<|END_THINKING|><|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "get_weather", "parameters": ARGUMENTS}\n]<|END_ACTION|>
+//
+// and after the tool result (its "sky"),
+// "<|END_THINKING|><|START_TEXT|>ANSWER<|END_TEXT|>".
+func Cohere2MoE(tmpl string) FamilyScript {
+	turn1 := append(append([]string(nil), familyReasoning...), "<|END_THINKING|>", "<|START_ACTION|>",
+		"[\n    {\"tool_call_id\": \"0\", \"tool_name\": \""+FamilyTool+"\", \"parameters\": ")
+	turn1 = append(append(turn1, familyArguments...), "}\n]", "<|END_ACTION|>")
+	return FamilyScript{
+		Name: "Tadpole scripted Cohere2 MoE test model", Template: tmpl,
+		Specials: []string{"<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>", "<|SYSTEM_TOKEN|>", "<|USER_TOKEN|>", "<|CHATBOT_TOKEN|>",
+			"<|END_THINKING|>", "<|START_ACTION|>", "<|END_ACTION|>", "<|START_TEXT|>", "<|END_TEXT|>",
+			"<|START_TOOL_RESULT|>", "<|END_TOOL_RESULT|>"},
+		Trigger: "<|START_THINKING|>", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append(append([]string{"<|END_THINKING|>", "<|START_TEXT|>"}, familyAnswer...), "<|END_TEXT|>"),
+	}
+}
