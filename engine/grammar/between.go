@@ -41,3 +41,64 @@ func FromSchemaBetween(schema []byte, prefix, suffix string) (string, error) {
 	}
 	return c.rules.String(), nil
 }
+
+// Branch is one alternative of FromBranches: a value valid against
+// Schema, between the literal Prefix and Suffix.
+type Branch struct {
+	Prefix string
+	Schema json.RawMessage
+	Suffix string
+}
+
+// FromBranches is FromSchemaBetween for output that is one of several
+// wrapped values: the root is one branch's prefix, a value valid against
+// its schema and its suffix (e.g. a tool call in a syntax that names the
+// function outside the JSON, "NAME<sep>{arguments}", one branch per
+// function). defs holds the definitions the schemas refer to, by their
+// keyword ("$defs" or "definitions") and name, as "#/$defs/NAME". The
+// limits of FromSchema hold for the branches together.
+func FromBranches(defs map[string]map[string]json.RawMessage, branches []Branch) (string, error) {
+	if len(branches) == 0 {
+		return "", fmt.Errorf("no branch")
+	}
+	doc := map[string]any{}
+	for k, v := range defs {
+		if k != "$defs" && k != "definitions" {
+			return "", fmt.Errorf("definitions under %q: only $defs and definitions", k)
+		}
+		doc[k] = v
+	}
+	for i, b := range branches {
+		doc[fmt.Sprintf("branch-%d", i)] = b.Schema
+	}
+	s, err := json.Marshal(doc)
+	if err != nil {
+		return "", fmt.Errorf("invalid JSON schema: %v", err)
+	}
+	if err := checkSchemaSize(s); err != nil {
+		return "", err
+	}
+	c := newConverter(s)
+	c.rules.taken["root"] = true
+	alts := make([]string, len(branches))
+	for i, b := range branches {
+		value, err := c.ref(fmt.Sprintf("#/branch-%d", i), nil)
+		if err != nil {
+			return "", fmt.Errorf("JSON schema of branch %d: %w", i, err)
+		}
+		parts := make([]string, 0, 3)
+		if b.Prefix != "" {
+			parts = append(parts, literal(b.Prefix))
+		}
+		parts = append(parts, value)
+		if b.Suffix != "" {
+			parts = append(parts, literal(b.Suffix))
+		}
+		alts[i] = "(" + strings.Join(parts, " ") + ")"
+	}
+	c.rules.define("root", strings.Join(alts, " | "))
+	if err := c.checkGrammarSize(); err != nil {
+		return "", fmt.Errorf("JSON schema: %w", err)
+	}
+	return c.rules.String(), nil
+}

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -46,5 +47,59 @@ func TestFromSchemaBetween(t *testing.T) {
 	}
 	if _, err := FromSchemaBetween([]byte(`{"not": {}}`), "a", "b"); err == nil {
 		t.Fatal("unsupported keyword accepted")
+	}
+}
+
+// Each branch's own prefix, schema and suffix, and no mixing of them;
+// definitions shared by the branches.
+func TestFromBranches(t *testing.T) {
+	defs := map[string]map[string]json.RawMessage{"$defs": {"city": json.RawMessage(`{"type": "string", "enum": ["Paris", "Oslo"]}`)}}
+	text, err := FromBranches(defs, []Branch{
+		{Prefix: "<call>weather<sep>", Schema: json.RawMessage(`{"type": "object", "properties": {"city": {"$ref": "#/$defs/city"}}, "required": ["city"], "additionalProperties": false}`), Suffix: "</call>"},
+		{Prefix: "<call>add<sep>", Schema: json.RawMessage(`{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": false}`), Suffix: "</call>"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := mustParse(t, text)
+	for s, want := range map[string]bool{
+		`<call>weather<sep>{"city": "Paris"}</call>`: true,
+		`<call>add<sep>{"n": 4}</call>`:              true,
+		`<call>weather<sep>{"n": 4}</call>`:          false,
+		`<call>add<sep>{"city": "Oslo"}</call>`:      false,
+		`<call>weather<sep>{"city": "Rome"}</call>`:  false,
+		`<call>other<sep>{"n": 4}</call>`:            false,
+		`{"city": "Paris"}`:                          false,
+	} {
+		if g.accepts(s) != want {
+			t.Errorf("%s: accepted %v\n%s", s, !want, text)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	seen := map[string]bool{}
+	for range 100 {
+		if s, ok := g.generate(r); ok {
+			name, _, _ := strings.Cut(strings.TrimPrefix(s, "<call>"), "<sep>")
+			seen[name] = true
+			if !strings.HasSuffix(s, "}</call>") {
+				t.Fatalf("generated %q", s)
+			}
+		}
+	}
+	if !seen["weather"] || !seen["add"] || len(seen) != 2 {
+		t.Errorf("branches generated: %v", seen)
+	}
+	for _, bad := range []struct {
+		defs     map[string]map[string]json.RawMessage
+		branches []Branch
+	}{
+		{nil, nil},
+		{map[string]map[string]json.RawMessage{"other": {}}, []Branch{{Schema: json.RawMessage(`{}`)}}},
+		{nil, []Branch{{Schema: json.RawMessage(`{"not": {}}`)}}},
+		{nil, []Branch{{Schema: json.RawMessage(`{"$ref": "#/$defs/missing"}`)}}},
+	} {
+		if g, err := FromBranches(bad.defs, bad.branches); err == nil {
+			t.Errorf("%v %v: accepted\n%s", bad.defs, bad.branches, g)
+		}
 	}
 }

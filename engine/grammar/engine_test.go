@@ -46,6 +46,14 @@ func TestLlamaCppAcceptsGrammars(t *testing.T) {
 		}
 		grammars[name] = g
 	}
+	branches, err := grammar.FromBranches(nil, []grammar.Branch{
+		{Prefix: "<|tool_call_begin|>functions.a:0<|tool_call_argument_begin|>", Schema: json.RawMessage(schemaPerson), Suffix: "<|tool_call_end|>"},
+		{Prefix: "<|tool_call_begin|>functions.b:0<|tool_call_argument_begin|>", Schema: json.RawMessage(schemaNested), Suffix: "<|tool_call_end|>"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grammars["branches"] = branches
 	for name, g := range grammars {
 		s, err := m.NewSampler(engine.SamplerParams{Grammar: g, Temperature: 0.9, Seed: 1})
 		if err != nil {
