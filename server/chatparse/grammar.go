@@ -16,6 +16,61 @@ type Tool struct {
 	Parameters json.RawMessage // a JSON schema; empty: any object
 }
 
+// toolArgs are the arguments schemas of tools (only that one when only is
+// set), in order, with their names, and the definitions they share moved
+// out of them ("#/$defs/…" references then point at the top of a
+// schema that holds them): what the call grammars build on. A function
+// whose parameters are not a schema object, that refers to its own root,
+// or whose definitions clash with another's is an error naming it.
+func toolArgs(tools []Tool, only string) (args []json.RawMessage, names []string, defs map[string]map[string]json.RawMessage, err error) {
+	defs = map[string]map[string]json.RawMessage{}
+	for _, t := range tools {
+		if only != "" && t.Name != only {
+			continue
+		}
+		params := bytes.TrimSpace(t.Parameters)
+		if len(params) == 0 || string(params) == "null" {
+			params = []byte(`{"type": "object"}`)
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(params, &obj); err != nil {
+			return nil, nil, nil, fmt.Errorf("function %q: parameters must be a JSON schema object", t.Name)
+		}
+		// Definitions move to the top, where "#/$defs/…" references
+		// point once the parameters sit inside the call's schema.
+		for _, key := range []string{"$defs", "definitions"} {
+			raw, ok := obj[key]
+			if !ok {
+				continue
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return nil, nil, nil, fmt.Errorf("function %q: %s must be an object", t.Name, key)
+			}
+			if defs[key] == nil {
+				defs[key] = map[string]json.RawMessage{}
+			}
+			for k, v := range m {
+				if old, ok := defs[key][k]; ok && !bytes.Equal(old, v) {
+					return nil, nil, nil, fmt.Errorf("function %q: definition %q differs from another function's", t.Name, k)
+				}
+				defs[key][k] = v
+			}
+			delete(obj, key)
+		}
+		if bytes.Contains(params, []byte(`"#"`)) {
+			return nil, nil, nil, fmt.Errorf("function %q: parameters that refer to their own root (\"$ref\": \"#\") cannot be forced", t.Name)
+		}
+		p, _ := json.Marshal(obj)
+		args = append(args, p)
+		names = append(names, t.Name)
+	}
+	if len(args) == 0 {
+		return nil, nil, nil, fmt.Errorf("no function named %q among the tools", only)
+	}
+	return args, names, defs, nil
+}
+
 // callSchema is the JSON schema of one call of one of tools (only that
 // one when only is set), in o.Format's keys, with the functions' names;
 // a function the grammar converter cannot hold to its parameters is an
@@ -28,48 +83,13 @@ func callSchema(o Options, tools []Tool, only string) ([]byte, []string, error) 
 	case CommandR, CommandRPlus:
 		nameKey, argsKey = "tool_name", "parameters"
 	}
-	var branches, argSchemas []json.RawMessage
-	var names []string
-	defs := map[string]map[string]json.RawMessage{}
-	for _, t := range tools {
-		if only != "" && t.Name != only {
-			continue
-		}
-		params := bytes.TrimSpace(t.Parameters)
-		if len(params) == 0 || string(params) == "null" {
-			params = []byte(`{"type": "object"}`)
-		}
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(params, &obj); err != nil {
-			return nil, nil, fmt.Errorf("function %q: parameters must be a JSON schema object", t.Name)
-		}
-		// Definitions move to the top, where "#/$defs/…" references
-		// point once the parameters sit inside the call's schema.
-		for _, key := range []string{"$defs", "definitions"} {
-			raw, ok := obj[key]
-			if !ok {
-				continue
-			}
-			var m map[string]json.RawMessage
-			if err := json.Unmarshal(raw, &m); err != nil {
-				return nil, nil, fmt.Errorf("function %q: %s must be an object", t.Name, key)
-			}
-			if defs[key] == nil {
-				defs[key] = map[string]json.RawMessage{}
-			}
-			for k, v := range m {
-				if old, ok := defs[key][k]; ok && !bytes.Equal(old, v) {
-					return nil, nil, fmt.Errorf("function %q: definition %q differs from another function's", t.Name, k)
-				}
-				defs[key][k] = v
-			}
-			delete(obj, key)
-		}
-		if bytes.Contains(params, []byte(`"#"`)) {
-			return nil, nil, fmt.Errorf("function %q: parameters that refer to their own root (\"$ref\": \"#\") cannot be forced", t.Name)
-		}
-		p, _ := json.Marshal(obj)
-		name, _ := json.Marshal(t.Name)
+	argSchemas, names, defs, err := toolArgs(tools, only)
+	if err != nil {
+		return nil, nil, err
+	}
+	branches := make([]json.RawMessage, len(names))
+	for i, p := range argSchemas {
+		name, _ := json.Marshal(names[i])
 		b := fmt.Sprintf(`{"type": "object", "properties": {%q: {"const": %s}, %q: %s}, "required": [%q, %q]}`,
 			nameKey, name, argsKey, p, nameKey, argsKey)
 		if o.Format == CommandR {
@@ -80,12 +100,7 @@ func callSchema(o Options, tools []Tool, only string) ([]byte, []string, error) 
 			b = fmt.Sprintf(`{"type": "object", "properties": {"tool_call_id": {"type": "string", "pattern": "^[0-9]{1,10}$"}, %q: {"const": %s}, %q: %s}, "required": ["tool_call_id", %q, %q]}`,
 				nameKey, name, argsKey, p, nameKey, argsKey)
 		}
-		branches = append(branches, json.RawMessage(b))
-		argSchemas = append(argSchemas, json.RawMessage(p))
-		names = append(names, t.Name)
-	}
-	if len(branches) == 0 {
-		return nil, nil, fmt.Errorf("no function named %q among the tools", only)
+		branches[i] = json.RawMessage(b)
 	}
 	// Each function on its own first, so that an error names it.
 	for i, b := range branches {
@@ -114,9 +129,10 @@ func callSchema(o Options, tools []Tool, only string) ([]byte, []string, error) 
 }
 
 // Grammar is a GBNF grammar (root rule "root") whose every output is one
-// call, in o.Format's syntax (a bare call object for the formats that
-// name the function outside JSON: functionary, function tags, DeepSeek;
-// the parser takes those too), of one of tools (only that one when only is
+// call, in o.Format's syntax (the family's own markup around the
+// arguments for the formats that name the function outside the JSON:
+// Kimi K2, DeepSeek, function tags, Apertus, namedCall; a bare call
+// object for the others that do, which the parser takes too), of one of tools (only that one when only is
 // set) with arguments valid against its parameters schema (harmony: one
 // function's message to=functions.NAME, or a bare call object in a
 // commentary message when several may be called): for OpenAI's
@@ -126,6 +142,12 @@ func callSchema(o Options, tools []Tool, only string) ([]byte, []string, error) 
 // Parameters the grammar converter cannot hold the output to (see
 // engine/grammar) are an error naming the function.
 func Grammar(o Options, tools []Tool, only string) (string, error) {
+	if g, ok, err := namedGrammar(o, tools, only); ok {
+		if err != nil {
+			return "", err
+		}
+		return withThinking(o, g), nil
+	}
 	s, names, err := callSchema(o, tools, only)
 	if err != nil {
 		return "", err
@@ -150,18 +172,23 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return withThinking(o, g), nil
+}
+
+// withThinking is call grammar g with, for a thinking model (o.Thinking),
+// the thinking first: an optional thinking block, or the end of the one
+// the prompt opened.
+func withThinking(o Options, g string) string {
 	if !o.Thinking {
-		return g, nil
+		return g
 	}
-	// Thinking first, then the call: an optional thinking block, or the
-	// end of the one the prompt opened.
 	body, rules, _ := strings.Cut(g, "\n")
 	call := strings.TrimPrefix(body, "root ::= ")
 	opt := "?"
 	if o.StartInThinking {
 		opt = "" // the output starts inside the block: it must end it
 	}
-	return fmt.Sprintf("root ::= tadpole-thinking%s %s\ntadpole-thinking ::= %s\n%s", opt, call, thinkingRule(o.StartInThinking), rules), nil
+	return fmt.Sprintf("root ::= tadpole-thinking%s (%s)\ntadpole-thinking ::= %s\n%s", opt, call, thinkingRule(o.StartInThinking), rules)
 }
 
 // thinkingRule is GBNF for a thinking block in any of the tag pairs,
@@ -219,10 +246,13 @@ func CallTrigger(f Format, xmlCalls bool) string {
 }
 
 // XMLCalls reports whether a template teaches Hermes calls as XML-style
-// parameters (<function=name><parameter=key>…, Qwen3-Coder, Qwen 3.5)
-// rather than a JSON object.
+// parameters (<function=name><parameter=key>…, Qwen3-Coder, Qwen 3.5) or
+// GLM's key/value tags (<tool_call>name<arg_key>key</arg_key>
+// <arg_value>…, GLM 4.6/4.7, Laguna, Spark, Ling) rather than a JSON
+// object: a lazy grammar of JSON after <tool_call> would force such a
+// model off its own syntax.
 func XMLCalls(template string) bool {
-	return strings.Contains(template, "<function=") || strings.Contains(template, "<parameter=")
+	return strings.Contains(template, "<function=") || strings.Contains(template, "<parameter=") || strings.Contains(template, "<arg_key>")
 }
 
 // LazyGrammar is the grammar of a lazy grammar for tool_choice "auto"

@@ -22,6 +22,11 @@ type Options struct {
 	// XMLCalls: the template teaches Hermes calls as XML-style parameters
 	// (XMLCalls); the parser takes both, the grammars only JSON.
 	XMLCalls bool
+	// FencedCalls: the template teaches DeepSeek R1's calls,
+	// "function<｜tool▁sep｜>NAME" and the arguments in a ```json fence
+	// (FencedCalls), not V3.1's "NAME<｜tool▁sep｜>{…}": the parser takes
+	// both, a forced call's grammar writes the template's.
+	FencedCalls bool
 	// ThinkingEnd is the close tag of the template's thinking blocks
 	// (ThinkingEnd; "" when it names none of the known pairs).
 	ThinkingEnd string

@@ -217,6 +217,7 @@ func outputOptions(req *Request, tmpl, prompt string) chatparse.Options {
 		o.Format = chatparse.DetectFormat(tmpl)
 		o.Tools = toolNames(req.Tools)
 		o.XMLCalls = chatparse.XMLCalls(tmpl)
+		o.FencedCalls = chatparse.FencedCalls(tmpl)
 	}
 	if thinkingTemplate(tmpl) {
 		o.Thinking = true

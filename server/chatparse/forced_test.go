@@ -1,0 +1,145 @@
+package chatparse_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tadpole-llm/tadpole/engine"
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
+)
+
+// A forced call in the formats that name the function outside the JSON
+// is written in the family's own markup, as its template shows a call
+// (Kimi K2's functions.NAME:0 section, DeepSeek V3.1's NAME<｜tool▁sep｜>,
+// R1's fenced arguments, function tags, Apertus's [{"NAME": …}]): text
+// the real engine generates under the grammar, sampled, is one call of a
+// declared function with arguments in its schema, and the family's
+// parser reads it so, thinking first or not.
+func TestForcedCallInFamilyMarkup(t *testing.T) {
+	m, err := engine.LoadModel(testmodels.Testdata("stories260K.gguf"), engine.ModelParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	tools := []chatparse.Tool{
+		{Name: "get_weather", Parameters: json.RawMessage(`{"type": "object", "properties": {"city": {"$ref": "#/$defs/city"}}, "required": ["city"], "additionalProperties": false, "$defs": {"city": {"enum": ["Paris", "Oslo"]}}}`)},
+		{Name: "add", Parameters: json.RawMessage(`{"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9}}, "required": ["n"], "additionalProperties": false}`)},
+	}
+	for _, tc := range []struct {
+		name string
+		o    chatparse.Options
+		mark string // in every output
+	}{
+		{"kimi", chatparse.Options{Format: chatparse.Kimi}, "<|tool_call_begin|>functions."},
+		{"deepseek-v3.1", chatparse.Options{Format: chatparse.DeepSeek}, "<｜tool▁call▁begin｜>"},
+		{"deepseek-r1", chatparse.Options{Format: chatparse.DeepSeek, FencedCalls: true}, "function<｜tool▁sep｜>"},
+		{"function-tag", chatparse.Options{Format: chatparse.FunctionTag}, "<function="},
+		{"apertus", chatparse.Options{Format: chatparse.Apertus}, `<|tools_prefix|>[{"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, only := range []string{"", "add"} {
+				g, err := chatparse.Grammar(tc.o, tools, only)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o := tc.o
+				o.Tools = []string{"get_weather", "add"}
+				names := map[string]bool{}
+				for seed := range int64(4) {
+					text := generate(t, m, g, seed, 400)
+					if !strings.Contains(text, tc.mark) {
+						t.Fatalf("only %q, seed %d: %q lacks %q", only, seed, text, tc.mark)
+					}
+					d, warn := chatparse.Parse(o, text)
+					if len(d.ToolCalls) != 1 || len(warn) > 0 || strings.TrimSpace(d.Content) != "" {
+						t.Fatalf("only %q, seed %d: %q parsed as %+v, warnings %v", only, seed, text, d, warn)
+					}
+					c := d.ToolCalls[0]
+					names[c.Name] = true
+					var args map[string]any
+					if err := json.Unmarshal(c.Arguments, &args); err != nil {
+						t.Fatalf("%q: arguments %s: %v", text, c.Arguments, err)
+					}
+					switch c.Name {
+					case "get_weather":
+						if city, _ := args["city"].(string); len(args) != 1 || !slices.Contains([]string{"Paris", "Oslo"}, city) {
+							t.Errorf("%q: arguments %s", text, c.Arguments)
+						}
+					case "add":
+						if n, _ := args["n"].(float64); len(args) != 1 || n < 1 || n > 9 || n != float64(int(n)) {
+							t.Errorf("%q: arguments %s", text, c.Arguments)
+						}
+					}
+				}
+				if only != "" && (len(names) != 1 || !names[only]) {
+					t.Errorf("only %q: called %v", only, names)
+				}
+			}
+			// Thinking first (free text, so not sampled here: the story
+			// model never ends it): llama.cpp takes the grammar.
+			for _, th := range []chatparse.Options{{Thinking: true}, {Thinking: true, StartInThinking: true}} {
+				th.Format, th.FencedCalls = tc.o.Format, tc.o.FencedCalls
+				g, err := chatparse.Grammar(th, tools, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := m.NewSampler(engine.SamplerParams{Grammar: g, Temperature: 0.8})
+				if err != nil {
+					t.Fatalf("%+v: llama.cpp refuses the grammar: %v\n%s", th, err, g)
+				}
+				s.Close()
+			}
+		})
+	}
+}
+
+// generate samples up to max tokens after a short prompt under grammar g
+// (temperature 0.8, seed) and returns the text, failing the test if the
+// grammar does not end it.
+func generate(t *testing.T, m *engine.Model, g string, seed int64, max int) string {
+	t.Helper()
+	prompt, err := m.Tokenize("Once upon a time", true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := m.NewContext(engine.ContextParams{Threads: 1, NumCtx: 512, NumBatch: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	s, err := m.NewSampler(engine.SamplerParams{Grammar: g, Temperature: 0.8, Seed: seed})
+	if err != nil {
+		t.Fatalf("llama.cpp refuses the grammar: %v\n%s", err, g)
+	}
+	defer s.Close()
+	b, err := engine.NewBatch(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for i, tok := range prompt {
+		b.Add(tok, i, 0, i == len(prompt)-1)
+	}
+	var d engine.Detokenizer
+	var out []byte
+	for n := 0; n < max; n++ {
+		if err := ctx.Decode(b); err != nil {
+			t.Fatal(err)
+		}
+		tok, err := s.Sample(ctx, b.Len()-1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.IsEOG(tok) {
+			return string(append(out, d.Flush()...))
+		}
+		out = append(out, d.Add(m.TokenPiece(tok, false))...)
+		b.Clear()
+		b.Add(tok, len(prompt)+n, 0, true)
+	}
+	t.Fatalf("no end within %d tokens: %q", max, append(out, d.Flush()...))
+	return ""
+}
