@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
@@ -25,10 +24,7 @@ import (
 // places, however the requests interleave — and the 4 are answered once
 // the slot frees.
 func TestQueueBoundExactUnderBurst(t *testing.T) {
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
+	dir := testModels(t, "stories")
 	srv := New(Config{ModelsDir: dir, Sched: sched.Config{
 		Parallel: 1, NumCtx: 128, MaxQueue: 4, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1,
 	}})
@@ -84,8 +80,7 @@ func TestQueueBoundExactUnderBurst(t *testing.T) {
 	}
 	close(start)
 	// Wait until every request of the burst was either refused or queued.
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testkit.Eventually(t, time.Minute, "every request of the burst to be refused or queued", func() bool {
 		mu.Lock()
 		refused := codes[http.StatusServiceUnavailable]
 		mu.Unlock()
@@ -93,17 +88,17 @@ func TestQueueBoundExactUnderBurst(t *testing.T) {
 		for _, in := range srv.sched.Status() {
 			waiting += in.Runner.Waiting()
 		}
-		if refused+waiting == burst {
-			if waiting != 4 || refused != burst-4 {
-				t.Fatalf("%d queued and %d refused, want 4 and %d", waiting, refused, burst-4)
-			}
-			break
-		}
-		if refused+waiting > burst || time.Now().After(deadline) {
+		if refused+waiting > burst {
 			t.Fatalf("%d queued and %d refused of a burst of %d", waiting, refused, burst)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		if refused+waiting < burst {
+			return false
+		}
+		if waiting != 4 || refused != burst-4 {
+			t.Fatalf("%d queued and %d refused, want 4 and %d", waiting, refused, burst-4)
+		}
+		return true
+	})
 	// Embeddings take their place in the same queue: with it full, 503
 	// in each dialect's shape.
 	_, err := ts.Client.Embed(ctx, &ollamaapi.EmbedRequest{Model: "stories", Input: jsonOf("The cat sat.")})

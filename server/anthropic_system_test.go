@@ -5,14 +5,11 @@ import (
 	"net/http"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // anSystem is a mid-conversation system message, as the SDK sends one.
@@ -116,7 +113,7 @@ func TestAnthropicSystemFoldedForFirstOnlyTemplates(t *testing.T) {
 	if err := gguf.WriteFile(filepath.Join(dir, "firstsys.gguf"), kvs, tensors); err != nil {
 		t.Fatal(err)
 	}
-	ts := serveForTest(t, New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 512, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+	ts := serveConfig(t, Config{ModelsDir: dir, Sched: testSched(1, 512)})
 	client := anClient(ts)
 	ctx := context.Background()
 	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi")), anSystem("Be brief and kind.")}

@@ -13,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/server/auth"
 	"github.com/tadpole-llm/tadpole/server/jobs"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
@@ -33,22 +32,13 @@ type apiOptions struct {
 // a temporary data directory, API keys and limits as given.
 func startAPIServer(t *testing.T, o apiOptions) *testServer {
 	t.Helper()
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	st, err := jobs.Open(jobs.Config{Dir: filepath.Join(t.TempDir(), "data"), Retention: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if o.parallel == 0 {
 		o.parallel = 2
 	}
-	srv := New(Config{
-		ModelsDir: dir, Sched: sched.Config{Parallel: o.parallel, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1},
-		Auth: o.auth, MaxBody: o.maxBody, Jobs: st, JobWorkers: o.workers,
+	return serveConfig(t, Config{
+		ModelsDir: testModels(t, "stories"), Sched: testSched(o.parallel, 256),
+		Auth: o.auth, MaxBody: o.maxBody, Jobs: testJobs(t, jobs.Config{Retention: time.Hour}), JobWorkers: o.workers,
 	})
-	return serveForTest(t, srv)
 }
 
 // do sends a request (with a bearer key when key is set) and returns the
@@ -123,21 +113,29 @@ func submitJob(t *testing.T, ts *testServer, key, path, body string) anuraJob {
 // waitJob polls a job until it has finished (status 2, 3 or 4).
 func waitJob(t *testing.T, ts *testServer, key, id string) anuraJob {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		code, _, b := do(t, "GET", ts.URL+"/api/v1/jobs/"+id, key, "")
-		if code != 200 {
-			t.Fatalf("GET job %s: %d %s", id, code, b)
-		}
-		j, _ := envelopeOf[anuraJob](t, b)
-		if j.Status >= 2 {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s still %s", id, j.State)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var j anuraJob
+	testkit.Eventually(t, 2*time.Minute, "job "+id+" to finish", func() bool {
+		j = getJob(t, ts, key, id)
+		return j.Status >= 2
+	})
+	return j
+}
+
+// waitRunning polls a job until it runs (status 1).
+func waitRunning(t *testing.T, ts *testServer, key, id string) {
+	t.Helper()
+	testkit.Eventually(t, time.Minute, "job "+id+" to run", func() bool { return getJob(t, ts, key, id).Status == 1 })
+}
+
+// getJob is a job as GET /api/v1/jobs/{id} answers it.
+func getJob(t *testing.T, ts *testServer, key, id string) anuraJob {
+	t.Helper()
+	code, _, b := do(t, "GET", ts.URL+"/api/v1/jobs/"+id, key, "")
+	if code != 200 {
+		t.Fatalf("GET job %s: %d %s", id, code, b)
 	}
+	j, _ := envelopeOf[anuraJob](t, b)
+	return j
 }
 
 func TestAnuraCowsayJob(t *testing.T) {
@@ -340,15 +338,7 @@ func TestAnuraCancel(t *testing.T) {
 	// num_predict -1 generates until cancelled (the context shifts).
 	forever := submitJob(t, ts, "", "/api/v1/ollama", `{"model":"stories","prompt":"Once upon a time","options":{"num_predict":-1}}`)
 	queued := submitJob(t, ts, "", "/api/v1/cowsay", `{"message":"never"}`)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		_, _, b := do(t, "GET", ts.URL+"/api/v1/jobs/"+forever.ID, "", "")
-		if j, _ := envelopeOf[anuraJob](t, b); j.Status == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the job never ran")
-		}
-	}
+	waitRunning(t, ts, "", forever.ID)
 	cancel := func(id string, want int) anuraJob {
 		code, _, b := do(t, "DELETE", ts.URL+"/api/v1/jobs/"+id, "", "")
 		if code != want {
@@ -520,12 +510,9 @@ func mustJSON(v any) string {
 
 // Jobs without a data directory answer 503; the SSE chat still works.
 func TestAnuraWithoutJobs(t *testing.T) {
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
+	dir := testModels(t, "stories")
 	os.WriteFile(filepath.Join(dir, "README"), []byte("not a model"), 0o644)
-	ts := serveForTest(t, New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 256, Threads: 1}}))
+	ts := serveConfig(t, Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 256, Threads: 1}})
 	code, _, b := do(t, "POST", ts.URL+"/api/v1/cowsay", "", `{"message":"moo"}`)
 	if code != 503 || !strings.Contains(string(b), "jobs are disabled") {
 		t.Fatalf("%d %s", code, b)
@@ -544,16 +531,9 @@ func TestAnuraJobsYieldToInteractive(t *testing.T) {
 	// at 1000 tokens both jobs once ended before the request went out.
 	body := `{"model":"stories","prompt":"Once upon a time","options":{"temperature":0,"num_predict":4000}}`
 	ids := []string{submitJob(t, ts, "", "/api/v1/ollama", body).ID, submitJob(t, ts, "", "/api/v1/ollama", body).ID}
-	status := func(id string) int {
-		_, _, b := do(t, "GET", ts.URL+"/api/v1/jobs/"+id, "", "")
-		j, _ := envelopeOf[anuraJob](t, b)
-		return j.Status
-	}
-	for deadline := time.Now().Add(time.Minute); status(ids[0]) != 1 || status(ids[1]) != 1; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the jobs do not run")
-		}
-	}
+	testkit.Eventually(t, time.Minute, "both jobs to run", func() bool {
+		return getJob(t, ts, "", ids[0]).Status == 1 && getJob(t, ts, "", ids[1]).Status == 1
+	})
 	sent := time.Now()
 	code, _, b := do(t, "POST", ts.URL+"/api/generate", "", `{"model":"stories","prompt":"Once upon a time","stream":false,"options":{"num_predict":5}}`)
 	answered := time.Now()

@@ -4,15 +4,11 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // A client that goes away while its request waits for a slot is counted
@@ -22,13 +18,8 @@ import (
 // generation, the request is cancelled once it is queued, and /metrics
 // then counts a 499 for its endpoint and no 500 at all.
 func TestClientGoneWhileQueuedIs499(t *testing.T) {
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{ModelsDir: dir, Sched: sched.Config{
-		Parallel: 1, NumCtx: 128, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1,
-	}})
+	dir := testModels(t, "stories")
+	srv := New(Config{ModelsDir: dir, Sched: testSched(1, 128)})
 	ts := serveForTest(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -6,19 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // hugeCtx survives the options' float64 round trip, is not a power of two,
@@ -181,12 +176,7 @@ func TestEmbedSmallContextInstance(t *testing.T) {
 
 func newServerWithCtx(t *testing.T, nctx int) *testServer {
 	t.Helper()
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: nctx, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
-	return serveForTest(t, srv)
+	return serveConfig(t, Config{ModelsDir: testModels(t, "stories"), Sched: testSched(2, nctx)})
 }
 
 // threads is this process's OS thread count, from /proc (Linux, where

@@ -12,10 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/flight"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
@@ -65,12 +62,8 @@ func TestFatalErrorLeavesCrashReport(t *testing.T) {
 // fatalChild serves on the data directory dir, starts a generation and,
 // once it streams, allocates more memory than the address space holds.
 func fatalChild(t *testing.T, dir string) {
-	models := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(models, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{ModelsDir: models, DataDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 256, KeepAlive: time.Minute,
-		FlashAttn: engine.FlashAttentionOn, Threads: 1}})
+	models := testModels(t, "stories")
+	srv := New(Config{ModelsDir: models, DataDir: dir, Sched: testSched(1, 256)})
 	ts := serveForTest(t, srv)
 	body := `{"model":"stories","prompt":"Once upon a time","options":{"num_predict":100000,"temperature":0}}`
 	resp, err := http.Post(ts.URL+"/api/generate", "application/json", strings.NewReader(body))

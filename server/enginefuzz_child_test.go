@@ -16,10 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/jobs"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // FuzzEngine's server runs in a child process: a GGML_ASSERT aborts the
@@ -44,7 +42,7 @@ func TestEngineFuzzChild(t *testing.T) {
 	}
 	srv := New(Config{
 		ModelsDir: filepath.Join(dir, "models"),
-		Sched:     sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, Threads: 1, FlashAttn: engine.FlashAttentionOn},
+		Sched:     testSched(2, 256),
 		Jobs:      js, JobWorkers: 1,
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // FuzzOllamaDecoders sends arbitrary bodies to every Ollama endpoint that
@@ -35,7 +33,7 @@ func FuzzOllamaDecoders(f *testing.F) {
 	if err := linkFile(testmodels.Testdata("stories260K.gguf"), dir+"/stories.gguf"); err != nil {
 		f.Fatal(err)
 	}
-	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 64, KeepAlive: time.Minute, Threads: 1, FlashAttn: engine.FlashAttentionOn}})
+	srv := New(Config{ModelsDir: dir, Sched: testSched(2, 64)})
 	f.Cleanup(func() { srv.Shutdown(f.Context()) })
 	h := srv.Handler()
 	paths := []string{"/api/generate", "/api/chat", "/api/embed", "/api/embeddings"}

@@ -6,12 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // The scripted gpt-oss model (llama.cpp's openai-gpt-oss-120b.jinja, the
@@ -265,7 +262,7 @@ func TestGptOssReasoningEffort(t *testing.T) {
 	if err := gguf.WriteFile(filepath.Join(dir, "deepseek4.gguf"), kvs, tensors); err != nil {
 		t.Fatal(err)
 	}
-	ts := serveForTest(t, New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 4096, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+	ts := serveConfig(t, Config{ModelsDir: dir, Sched: testSched(1, 4096)})
 	user := `[{"role": "user", "content": "What is the weather in Paris?"}]`
 
 	// The prompts as rendered for each level, and their token counts.
@@ -306,7 +303,7 @@ func TestGptOssReasoningEffort(t *testing.T) {
 	// held, so each level is counted on a server of its own.
 	ollamaCount := func(think string) (int, int, string) {
 		t.Helper()
-		fresh := serveForTest(t, New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 4096, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+		fresh := serveConfig(t, Config{ModelsDir: dir, Sched: testSched(1, 4096)})
 		code, raw, _ := postFamily(t, fresh.URL+"/api/chat", `{"model": "family", "stream": false, "think": `+think+`, "options": {"temperature": 0, "num_predict": 1}, "messages": `+user+`}`)
 		var r struct {
 			PromptEvalCount int `json:"prompt_eval_count"`
@@ -352,7 +349,7 @@ func TestGptOssReasoningEffort(t *testing.T) {
 	// for "max" only.
 	ds := func(think string) int {
 		t.Helper()
-		fresh := serveForTest(t, New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 4096, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+		fresh := serveConfig(t, Config{ModelsDir: dir, Sched: testSched(1, 4096)})
 		code, raw, _ := postFamily(t, fresh.URL+"/api/chat", `{"model": "deepseek4", "stream": false, "think": `+think+`, "options": {"temperature": 0, "num_predict": 1}, "messages": `+user+`}`)
 		var r struct {
 			PromptEvalCount int `json:"prompt_eval_count"`

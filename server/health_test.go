@@ -5,15 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/server/auth"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // The probes need no key; /readyz waits for the preloaded model; a drain
@@ -25,12 +22,9 @@ func TestProbesAndDrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
+	dir := testModels(t, "stories")
 	srv := New(Config{ModelsDir: dir, Auth: a, Preload: []string{"stories"},
-		Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
+		Sched: testSched(2, 256)})
 	ts := serveForTest(t, srv)
 
 	ready := func() (int, readiness) {
@@ -86,11 +80,7 @@ func TestProbesAndDrain(t *testing.T) {
 
 	drained := make(chan error, 1)
 	go func() { drained <- srv.Drain(context.Background()) }()
-	for deadline := time.Now().Add(time.Minute); !srv.Draining(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("Drain never started")
-		}
-	}
+	testkit.Eventually(t, time.Minute, "the drain to start", srv.Draining)
 	if code, r := ready(); code != 503 || r.Status != "draining" {
 		t.Fatalf("/readyz while draining: %d %+v", code, r)
 	}

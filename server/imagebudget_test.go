@@ -12,16 +12,11 @@ import (
 	"image/png"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/media"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // bombWebP is a lossless WebP of w×h pixels of one colour, 28 bytes
@@ -76,12 +71,7 @@ var fuzzBombDataURL = "data:image/webp;base64," + base64.StdEncoding.EncodeToStr
 // as --max-image-decode-memory.
 func startBudgetServer(t *testing.T, decodeMemory int64) *testServer {
 	t.Helper()
-	dir := t.TempDir()
-	if err := testmodels.WriteVision(filepath.Join(dir, "vision.gguf"), filepath.Join(dir, "vision.mmproj.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	return serveForTest(t, New(Config{ModelsDir: dir, MaxImageDecodeMemory: decodeMemory,
-		Sched: sched.Config{Parallel: 4, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+	return serveConfig(t, Config{ModelsDir: testModels(t, "vision"), MaxImageDecodeMemory: decodeMemory, Sched: testSched(4, 256)})
 }
 
 // postImages sends body as JSON and returns the status and the decoded answer.

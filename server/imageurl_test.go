@@ -7,19 +7,13 @@ import (
 	"image/color"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
-
-	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // startImageURLServer serves the generated vision model ("vision") with
@@ -27,13 +21,7 @@ import (
 // loopback) reachable at any address.
 func startImageURLServer(t *testing.T, allow bool, hosts ...string) *testServer {
 	t.Helper()
-	dir := t.TempDir()
-	if err := testmodels.WriteVision(filepath.Join(dir, "vision.gguf"), filepath.Join(dir, "vision.mmproj.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{ModelsDir: dir, AllowImageURLs: allow, imageURLHosts: hosts,
-		Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
-	return serveForTest(t, srv)
+	return serveConfig(t, Config{ModelsDir: testModels(t, "vision"), AllowImageURLs: allow, imageURLHosts: hosts, Sched: testSched(2, 256)})
 }
 
 // Image URLs (--allow-image-urls) with the official clients against a

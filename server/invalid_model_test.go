@@ -40,12 +40,9 @@ func writeBlockCount(t *testing.T, dir, name string, v any) string {
 // directory is not listed and a request for it is a 400; valid creates
 // and generations still work.
 func TestCreateRefusesBrokenGGUF(t *testing.T) {
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
+	dir := testModels(t, "stories")
 	writeBlockCount(t, dir, "broken.gguf", uint32(0xFFFFFFFF))
-	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
+	srv := New(Config{ModelsDir: dir, Sched: testSched(1, 256)})
 	ts := serveForTest(t, srv)
 	ctx := context.Background()
 	src := t.TempDir()
@@ -127,10 +124,7 @@ func TestCreateRefusesBrokenGGUF(t *testing.T) {
 // FROM) and at first use (a NAME.gguf in the models directory); the
 // server keeps serving.
 func TestUnknownArchitecture(t *testing.T) {
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
+	dir := testModels(t, "stories")
 	alien := func(path string) {
 		err := gguf.Rewrite(path, testmodels.Testdata("stories260K.gguf"), func(kvs []gguf.KV) []gguf.KV {
 			for i := range kvs {

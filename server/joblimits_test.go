@@ -4,36 +4,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/auth"
 	"github.com/tadpole-llm/tadpole/server/jobs"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // startLimitedJobServer serves the demo model as "stories" with one slot,
 // one job worker and the job limits given.
 func startLimitedJobServer(t *testing.T, jc jobs.Config, maxTokens int, a *auth.Auth) *testServer {
 	t.Helper()
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	jc.Dir = filepath.Join(t.TempDir(), "data")
-	st, err := jobs.Open(jc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return serveForTest(t, New(Config{
-		ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1},
-		Auth: a, Jobs: st, JobWorkers: 1, JobMaxTokens: maxTokens,
-	}))
+	return serveConfig(t, Config{
+		ModelsDir: testModels(t, "stories"), Sched: testSched(1, 256),
+		Auth: a, Jobs: testJobs(t, jc), JobWorkers: 1, JobMaxTokens: maxTokens,
+	})
 }
 
 // anuraError is Anura's error answer.
@@ -126,15 +113,7 @@ func TestJobQueueQuota(t *testing.T) {
 	ts := startLimitedJobServer(t, jobs.Config{MaxQueuedPerOwner: 2}, 0, a)
 	// The one worker runs this job until it is cancelled; later ones wait.
 	busy := submitJob(t, ts, "alice", "/api/v1/ollama", `{"model":"stories","prompt":"Once upon a time","options":{"temperature":0,"num_predict":100000000}}`)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		_, _, b := do(t, "GET", ts.URL+"/api/v1/jobs/"+busy.ID, "alice", "")
-		if j, _ := envelopeOf[anuraJob](t, b); j.Status == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the job does not run")
-		}
-	}
+	waitRunning(t, ts, "alice", busy.ID)
 	for i := range 2 {
 		submitJob(t, ts, "alice", "/api/v1/cowsay", fmt.Sprintf(`{"message":"moo %d"}`, i))
 	}

@@ -9,12 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // A schema that refers outside itself is a 400 naming the reference as
@@ -57,11 +53,8 @@ func TestSchemaExternalRefNoPath(t *testing.T) {
 // not a usable GGUF is a 4xx naming the blob by digest, never by its path
 // in the models directory.
 func TestCreateErrorsNoBlobPath(t *testing.T) {
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
+	dir := testModels(t, "stories")
+	srv := New(Config{ModelsDir: dir, Sched: testSched(1, 256)})
 	ts := serveForTest(t, srv)
 	ctx := context.Background()
 	junk := filepath.Join(t.TempDir(), "junk.gguf")

@@ -4,14 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // startUtilityServer serves the demo model ("stories", a SentencePiece
@@ -19,14 +13,7 @@ import (
 // and ChatML template).
 func startUtilityServer(t *testing.T) *testServer {
 	t.Helper()
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	if err := testmodels.WriteScript(filepath.Join(dir, "script.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	return serveForTest(t, New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 1024, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+	return serveConfig(t, Config{ModelsDir: testModels(t, "stories", "script"), Sched: testSched(1, 1024)})
 }
 
 // postUtil posts body and decodes the answer into v (when not nil).

@@ -19,18 +19,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // Images and audio through every dialect, with the official clients
@@ -62,16 +59,7 @@ func writeTestProjector(t *testing.T, path string) {
 // vis.mmproj.gguf), at most two images a request.
 func startMediaServer(t *testing.T) *testServer {
 	t.Helper()
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	if err := testmodels.WriteVision(filepath.Join(dir, "vis.gguf"), filepath.Join(dir, "vis.mmproj.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{ModelsDir: dir, MaxImages: 2,
-		Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
-	return serveForTest(t, srv)
+	return serveConfig(t, Config{ModelsDir: testModels(t, "stories", "vis=vision"), MaxImages: 2, Sched: testSched(2, 256)})
 }
 
 // testPNG is a small valid PNG.

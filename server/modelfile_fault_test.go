@@ -7,13 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // A model file replaced or truncated after it was loaded (issue 19's
@@ -27,7 +24,7 @@ func TestModelFileChangedAfterLoad(t *testing.T) {
 	if err := testmodels.WriteBigram(filepath.Join(dir, "bigram.gguf")); err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
+	srv := New(Config{ModelsDir: dir, Sched: testSched(2, 256)})
 	ts := serveForTest(t, srv)
 	gen := func() (string, error) {
 		var out string

@@ -10,15 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 func fileDigest(t *testing.T, path string) (string, []byte) {
@@ -234,7 +231,7 @@ func TestOllamaLayoutStore(t *testing.T) {
 	if err := st.WriteLayers(n, models.Layer{MediaType: models.MediaTypeModel, Digest: d, Size: size}); err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 128, KeepAlive: time.Minute, Threads: 1, FlashAttn: engine.FlashAttentionOn}})
+	srv := New(Config{ModelsDir: dir, Sched: testSched(2, 128)})
 	ts := serveForTest(t, srv)
 	list, err := ts.Client.List(context.Background())
 	if err != nil || len(list.Models) != 1 || list.Models[0].Name != "someone/tiny:q" || list.Models[0].Details.ParameterSize == "" {

@@ -15,10 +15,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
-	"github.com/tadpole-llm/tadpole/server/sched"
 	"github.com/tadpole-llm/tadpole/server/telemetry"
 )
 
@@ -65,12 +63,7 @@ func scrape(t *testing.T, base string, labels ...string) map[string]float64 {
 // three long generations, one runs, two wait and the running one holds
 // KV cells; once they end, all three gauges are back at zero.
 func TestModelServerMetrics(t *testing.T) {
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), dir+"/stories.gguf"); err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{ModelsDir: dir, MetricsCompat: telemetry.CompatVLLM,
-		Sched: sched.Config{Parallel: 1, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
+	srv := New(Config{ModelsDir: testModels(t, "stories"), MetricsCompat: telemetry.CompatVLLM, Sched: testSched(1, 256)})
 	ts := serveForTest(t, srv)
 
 	// Before any model is loaded the vLLM gauges say "idle" (a router
@@ -125,13 +118,18 @@ func TestModelServerMetrics(t *testing.T) {
 func pollMetrics(t *testing.T, base string, ok func(map[string]float64) bool, what string) map[string]float64 {
 	t.Helper()
 	var s map[string]float64
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if s = scrape(t, base, "model", "model_name"); ok(s) {
-			return s
+	seen := false
+	defer func() {
+		if !seen { // Eventually failed the test
+			t.Logf("the last /metrics:\n%v", s)
 		}
-	}
-	t.Fatalf("/metrics never showed %s; last:\n%v", what, s)
-	return nil
+	}()
+	testkit.Eventually(t, 2*time.Minute, "/metrics to show "+what, func() bool {
+		s = scrape(t, base, "model", "model_name")
+		return ok(s)
+	})
+	seen = true
+	return s
 }
 
 // Without --metrics-compat only Tadpole's names are exported.

@@ -31,14 +31,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/engine/runner"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // newArchs are the test models, F32: their F16 forms give the same 16
@@ -97,12 +95,11 @@ func newArchDir(t *testing.T) string {
 // lands on the slot the previous one left) unless cfg says otherwise.
 func newArchServer(t *testing.T, dir string, cfg func(*Config)) *testServer {
 	t.Helper()
-	c := Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 2048, KeepAlive: time.Minute,
-		FlashAttn: engine.FlashAttentionOn, Threads: 1}}
+	c := Config{ModelsDir: dir, Sched: testSched(1, 2048)}
 	if cfg != nil {
 		cfg(&c)
 	}
-	return serveForTest(t, New(c))
+	return serveConfig(t, c)
 }
 
 // storyPrompt is a deterministic text of about n words (some 3.9 tokens a

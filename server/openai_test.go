@@ -19,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
@@ -747,13 +748,7 @@ func TestOpenAIDisconnectFreesSlot(t *testing.T) {
 		}
 		cancel()
 		resp.Body.Close()
-		deadline := time.Now().Add(5 * time.Second)
-		for busy(ts) > 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: a client that left still holds %d slots", path, busy(ts))
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testkit.Eventually(t, 5*time.Second, path+": the slots of the client that left to be free", func() bool { return busy(ts) == 0 })
 	}
 }
 
@@ -1006,7 +1001,7 @@ func TestCORS(t *testing.T) {
 		}
 	}
 	// Configured origins replace the defaults.
-	custom := serveForTest(t, New(Config{ModelsDir: t.TempDir(), Sched: sched.Config{Threads: 1}, CORSOrigins: []string{"https://ui.example"}}))
+	custom := serveConfig(t, Config{ModelsDir: t.TempDir(), Sched: sched.Config{Threads: 1}, CORSOrigins: []string{"https://ui.example"}})
 	if h := preflight(custom.URL, "https://ui.example").Header; h.Get("Access-Control-Allow-Origin") != "https://ui.example" {
 		t.Fatalf("configured origin refused: %v", h)
 	}

@@ -4,33 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/auth"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // startRerankServer serves the generated reranker (testmodels.Reranker)
 // as "reranker" and the demo model as "stories", with an API key.
 func startRerankServer(t *testing.T, a *auth.Auth) *testServer {
 	t.Helper()
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	if err := testmodels.WriteReranker(filepath.Join(dir, "reranker.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{
-		ModelsDir: dir, Auth: a,
-		Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1},
-	})
-	return serveForTest(t, srv)
+	return serveConfig(t, Config{ModelsDir: testModels(t, "stories", "reranker"), Auth: a, Sched: testSched(2, 256)})
 }
 
 type rerankAnswer struct {

@@ -16,16 +16,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/jobs"
 	"github.com/tadpole-llm/tadpole/server/jobs/pgtest"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // noisyPNG is a side×side PNG of random pixels: it does not compress,
@@ -68,11 +65,7 @@ func dbSize(t *testing.T, dataDir string) int64 {
 
 func respModelsVision(t *testing.T) string {
 	t.Helper()
-	dir := respModels(t)
-	if err := testmodels.WriteVision(filepath.Join(dir, "vision.gguf"), filepath.Join(dir, "vision.mmproj.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return testModels(t, "script", "bigram", "vision")
 }
 
 // A conversation continued by previous_response_id grows the database by
@@ -80,7 +73,7 @@ func respModelsVision(t *testing.T) string {
 // stored once, and n small turns take about n times one turn's bytes.
 func TestResponsesStoreGrowth(t *testing.T) {
 	modelsDir, dataDir := respModelsVision(t), t.TempDir()
-	ts := startRespServer(t, modelsDir, dataDir, nil)
+	ts := startRespServer(t, modelsDir, jobs.Config{Dir: dataDir}, nil)
 	client := respClient(ts.URL, "unused")
 	ctx := context.Background()
 
@@ -140,22 +133,6 @@ func TestResponsesStoreGrowth(t *testing.T) {
 	}
 }
 
-// startChainServer serves the models in modelsDir with the job store cfg
-// opens.
-func startChainServer(t *testing.T, modelsDir string, cfg jobs.Config) *testServer {
-	t.Helper()
-	cfg.Retention = time.Hour
-	st, err := jobs.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{
-		ModelsDir: modelsDir, Sched: sched.Config{Parallel: 2, NumCtx: 2048, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1},
-		Jobs: st, JobWorkers: 1, ResponsesTTL: time.Hour,
-	})
-	return serveForTest(t, srv)
-}
-
 // Conversations with an image through the OpenAI client, on SQLite and
 // PostgreSQL: continued, listed with the image as sent, continued past a
 // deleted response, run in the background; the size bound and the
@@ -168,7 +145,7 @@ func TestResponsesStoreChains(t *testing.T) {
 
 func testResponsesStoreChains(t *testing.T, modelsDir string, cfg jobs.Config) {
 	cfg.MaxResponseBytes, cfg.ResponseQuotaCount = 200_000, 5
-	ts := startChainServer(t, modelsDir, cfg)
+	ts := startRespServer(t, modelsDir, cfg, nil)
 	client := respClient(ts.URL, "unused")
 	ctx := context.Background()
 	img := dataURL(solidPNG(t, 48, color.NRGBA{200, 30, 30, 255}))

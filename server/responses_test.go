@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,59 +17,25 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/auth"
 	"github.com/tadpole-llm/tadpole/server/jobs"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
-// respServer serves the scripted tool-calling model as "script" and the
-// bigram model as "bigram" with a job store in dataDir (reopened by a
-// second server after the first stops).
-type respServer struct {
-	URL  string
-	stop func()
-}
-
+// respModels holds the scripted tool-calling model as "script" and the
+// bigram model as "bigram".
 func respModels(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	if err := testmodels.WriteScript(filepath.Join(dir, "script.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	if err := testmodels.WriteBigram(filepath.Join(dir, "bigram.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return testModels(t, "script", "bigram")
 }
 
-func startRespServer(t *testing.T, modelsDir, dataDir string, a *auth.Auth) *respServer {
+// startRespServer serves modelsDir with the job store jc describes (a
+// directory reopened by a second server after the first stops, or
+// PostgreSQL), finished jobs and stored responses kept an hour.
+func startRespServer(t *testing.T, modelsDir string, jc jobs.Config, a *auth.Auth) *testServer {
 	t.Helper()
-	testkit.Full(t, "serves the real engine")
-	st, err := jobs.Open(jobs.Config{Dir: dataDir, Retention: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{
-		ModelsDir: modelsDir, Sched: sched.Config{Parallel: 2, NumCtx: 2048, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1},
-		Auth: a, Jobs: st, JobWorkers: 1, ResponsesTTL: time.Hour,
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			srv.Shutdown(ctx)
-		})
-	}
-	t.Cleanup(stop)
-	return &respServer{URL: "http://" + ln.Addr().String(), stop: stop}
+	jc.Retention = time.Hour
+	return serveConfig(t, Config{ModelsDir: modelsDir, Sched: testSched(2, 2048), Auth: a, Jobs: testJobs(t, jc), JobWorkers: 1, ResponsesTTL: time.Hour})
 }
 
 func respClient(url, key string) openai.Client {
@@ -146,7 +109,7 @@ func streamed(t *testing.T, client openai.Client, params responses.ResponseNewPa
 // continued with previous_response_id, deleted; incomplete at
 // max_output_tokens; a JSON schema holds the output.
 func TestResponsesText(t *testing.T) {
-	ts := startRespServer(t, respModels(t), t.TempDir(), nil)
+	ts := startRespServer(t, respModels(t), jobs.Config{Dir: t.TempDir()}, nil)
 	client := respClient(ts.URL, "unused")
 	ctx := context.Background()
 	params := responses.ResponseNewParams{
@@ -284,7 +247,7 @@ func TestResponsesText(t *testing.T) {
 // call's output sent back (by previous_response_id and statelessly), the
 // final answer; streamed; forced calls; reasoning effort none.
 func TestResponsesTools(t *testing.T) {
-	ts := startRespServer(t, respModels(t), t.TempDir(), nil)
+	ts := startRespServer(t, respModels(t), jobs.Config{Dir: t.TempDir()}, nil)
 	client := respClient(ts.URL, "unused")
 	ctx := context.Background()
 	ask := responses.ResponseNewParams{
@@ -393,7 +356,7 @@ func TestResponsesKeysRestartBackground(t *testing.T) {
 		t.Fatal(err)
 	}
 	modelsDir, dataDir := respModels(t), t.TempDir()
-	ts := startRespServer(t, modelsDir, dataDir, a)
+	ts := startRespServer(t, modelsDir, jobs.Config{Dir: dataDir}, a)
 	ca, cb := respClient(ts.URL, "key-a"), respClient(ts.URL, "key-b")
 	ctx := context.Background()
 	resp, err := ca.Responses.New(ctx, responses.ResponseNewParams{Model: "bigram", Input: text("Hi"), Temperature: openai.Float(0)})
@@ -462,7 +425,7 @@ func TestResponsesKeysRestartBackground(t *testing.T) {
 
 	// Restart: the same data directory, another server.
 	ts.stop()
-	ts2 := startRespServer(t, modelsDir, dataDir, a)
+	ts2 := startRespServer(t, modelsDir, jobs.Config{Dir: dataDir}, a)
 	ca, cb = respClient(ts2.URL, "key-a"), respClient(ts2.URL, "key-b")
 	got, err := ca.Responses.Get(ctx, resp.ID, responses.ResponseGetParams{})
 	if err != nil || got.OutputText() != testmodels.BigramAnswer {
@@ -499,26 +462,21 @@ func firstText(raw string) string {
 
 func poll(t *testing.T, c openai.Client, id string) *responses.Response {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		r, err := c.Responses.Get(context.Background(), id, responses.ResponseGetParams{})
-		if err != nil {
+	var r *responses.Response
+	testkit.Eventually(t, time.Minute, "background response "+id+" to finish", func() bool {
+		var err error
+		if r, err = c.Responses.Get(context.Background(), id, responses.ResponseGetParams{}); err != nil {
 			t.Fatal(err)
 		}
-		if r.Status != "queued" && r.Status != "in_progress" {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("background response still %s", r.Status)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return r.Status != "queued" && r.Status != "in_progress"
+	})
+	return r
 }
 
 // Bad requests and the worst values are 400s in OpenAI's shape, nothing
 // is stored for them, and the server still serves.
 func TestResponsesErrors(t *testing.T) {
-	ts := startRespServer(t, respModels(t), t.TempDir(), nil)
+	ts := startRespServer(t, respModels(t), jobs.Config{Dir: t.TempDir()}, nil)
 	client := respClient(ts.URL, "unused")
 	ctx := context.Background()
 	huge := strings.Repeat("x", 600)

@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/server/jobs"
 )
 
 // collaboration is a namespace tool as Codex declares one: a group of
@@ -42,7 +43,7 @@ func namespaceTool(name string, message map[string]any, members ...string) respo
 // back as the API answers one (the member's name and its namespace), and
 // sent back as input it continues the conversation.
 func TestResponsesNamespaceAndHostedTools(t *testing.T) {
-	srv := startRespServer(t, respModels(t), t.TempDir(), nil)
+	srv := startRespServer(t, respModels(t), jobs.Config{Dir: t.TempDir()}, nil)
 	client := respClient(srv.URL, "")
 	ctx := context.Background()
 	tools := []responses.ToolUnionParam{

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/client"
+	"github.com/tadpole-llm/tadpole/server/jobs"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
 )
@@ -30,6 +32,7 @@ type testServer struct {
 	URL    string
 	Client *client.Client
 	srv    *Server
+	stop   func() // shuts the server down before the test ends (once)
 }
 
 // startServer serves a models directory holding the demo model as
@@ -37,20 +40,74 @@ type testServer struct {
 // and a file that is not GGUF, on a real loopback listener.
 func startServer(t *testing.T) *testServer {
 	t.Helper()
+	return serveConfig(t, Config{ModelsDir: testModels(t, "stories", "bigram", "old", "junk"), Sched: testSched(4, 256)})
+}
+
+// testSched is the scheduler of the test servers: parallel slots of
+// numCtx tokens, flash attention on, one thread, a minute's keep-alive.
+func testSched(parallel, numCtx int) sched.Config {
+	return sched.Config{Parallel: parallel, NumCtx: numCtx, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}
+}
+
+// testModels is a new models directory holding the named test models:
+// "stories" (the demo model, stories260K), "bigram" (the generated
+// bigram chat model), "script" (the scripted tool-calling model),
+// "reranker", "vision" (the generated vision model with its projector
+// beside it), "old" (a GGUF v1 file) and "junk" (a file that is not
+// GGUF). "name=kind" serves a model of that kind as name ("vis=vision").
+func testModels(t testing.TB, names ...string) string {
+	t.Helper()
 	dir := t.TempDir()
-	link := func(src, name string) {
-		if err := linkFile(src, filepath.Join(dir, name)); err != nil {
+	for _, n := range names {
+		name, kind, ok := strings.Cut(n, "=")
+		if !ok {
+			kind = name
+		}
+		path := filepath.Join(dir, name+".gguf")
+		var err error
+		switch kind {
+		case "stories":
+			err = linkFile(testmodels.Testdata("stories260K.gguf"), path)
+		case "old":
+			err = linkFile(testmodels.Testdata("unsupported/tinyllamas-stories-260k-f32.gguf"), path)
+		case "junk":
+			err = os.WriteFile(path, []byte("not a model"), 0o644)
+		case "bigram":
+			err = testmodels.WriteBigram(path)
+		case "script":
+			err = testmodels.WriteScript(path)
+		case "reranker":
+			err = testmodels.WriteReranker(path)
+		case "vision":
+			err = testmodels.WriteVision(path, filepath.Join(dir, name+".mmproj.gguf"))
+		default:
+			t.Fatalf("testModels: no test model %q", kind)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	link(testmodels.Testdata("stories260K.gguf"), "stories.gguf")
-	link(testmodels.Testdata("unsupported/tinyllamas-stories-260k-f32.gguf"), "old.gguf")
-	os.WriteFile(filepath.Join(dir, "junk.gguf"), []byte("not a model"), 0o644)
-	if err := testmodels.WriteBigram(filepath.Join(dir, "bigram.gguf")); err != nil {
+	return dir
+}
+
+// testJobs opens the job store cfg describes, in a new temporary
+// directory unless cfg names a place.
+func testJobs(t testing.TB, cfg jobs.Config) *jobs.Store {
+	t.Helper()
+	if cfg.Dir == "" && cfg.URL == "" {
+		cfg.Dir = filepath.Join(t.TempDir(), "data")
+	}
+	st, err := jobs.Open(cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 4, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
-	return serveForTest(t, srv)
+	return st
+}
+
+// serveConfig serves New(cfg) on a loopback port until the test ends.
+func serveConfig(t *testing.T, cfg Config) *testServer {
+	t.Helper()
+	return serveForTest(t, New(cfg))
 }
 
 // serveForTest serves srv on a loopback port until the test ends.
@@ -68,17 +125,18 @@ func serveListener(t *testing.T, srv *Server, ln net.Listener) *testServer {
 	t.Helper()
 	testkit.Full(t, "serves the real engine")
 	go srv.Serve(ln)
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
 	})
+	t.Cleanup(stop)
 	base := "http://" + ln.Addr().String()
 	c, err := client.New(base, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testServer{URL: base, Client: c, srv: srv}
+	return &testServer{URL: base, Client: c, srv: srv, stop: stop}
 }
 
 // b64Images encodes images for the "images" fields of Ollama's API, as
@@ -359,18 +417,13 @@ func TestCancelledStreamFreesSlot(t *testing.T) {
 			})
 		cancel()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	testkit.Eventually(t, 5*time.Second, "the cancelled requests to free their slots", func() bool {
 		busy := 0
 		for _, in := range ts.srv.sched.Loaded() {
 			busy += in.Runner.Busy()
 		}
-		if busy == 0 {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("cancelled requests still hold slots")
+		return busy == 0
+	})
 }
 
 func TestChat(t *testing.T) {

@@ -88,8 +88,7 @@ func TestServerModelfileDraft(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ts := serveForTest(t, New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute,
-		FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+	ts := serveConfig(t, Config{ModelsDir: dir, Sched: testSched(2, 256)})
 	gen := func(model string, opts map[string]any) (string, error) {
 		var out strings.Builder
 		o := map[string]any{"temperature": 0, "num_predict": 24}

@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
+	"github.com/tadpole-llm/tadpole/internal/testkit"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // smallBuffers makes a socket's kernel buffers small, so that a client
@@ -38,13 +35,8 @@ func smallBuffers(_, _ string, c syscall.RawConn) error {
 // is cancelled and the slot freed, while its connection is still open.
 // Another client streams its whole answer meanwhile.
 func TestStalledReaderLosesItsSlot(t *testing.T) {
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{ModelsDir: dir, WriteTimeout: 2 * time.Second, Sched: sched.Config{
-		Parallel: 2, NumCtx: 128, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1,
-	}})
+	dir := testModels(t, "stories")
+	srv := New(Config{ModelsDir: dir, WriteTimeout: 2 * time.Second, Sched: testSched(2, 128)})
 	ln, err := (&net.ListenConfig{Control: smallBuffers}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -74,13 +66,7 @@ func TestStalledReaderLosesItsSlot(t *testing.T) {
 	defer conn.Close()
 	body := `{"model":"stories","prompt":"Once upon a time","options":{"num_predict":-1,"temperature":0}}`
 	fmt.Fprintf(conn, "POST /api/generate HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
-	deadline := time.Now().Add(30 * time.Second)
-	for busy() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the stalled request never got a slot")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 30*time.Second, "the stalled request to get a slot", func() bool { return busy() != 0 })
 
 	// Another client streams a whole answer while the stalled one holds
 	// its slot.
@@ -102,13 +88,8 @@ func TestStalledReaderLosesItsSlot(t *testing.T) {
 
 	// The stalled request is cancelled and its slot freed, its
 	// connection still open.
-	deadline = time.Now().Add(30 * time.Second) // the default timeout (a minute) would miss it
-	for busy() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the stalled request still holds its slot 30 s later")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// (30 s: the default timeout, a minute, would miss it.)
+	testkit.Eventually(t, 30*time.Second, "the stalled request to lose its slot", func() bool { return busy() == 0 })
 	conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 	if _, err := conn.Read(make([]byte, 1)); err != nil && !os.IsTimeout(err) {
 		// Reading now may return buffered bytes or the server's close;

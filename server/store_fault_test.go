@@ -200,10 +200,7 @@ func TestKillDuringPull(t *testing.T) {
 // before, every blob it names is there, and it answers.
 func TestKillDuringCreate(t *testing.T) {
 	testkit.Full(t, "kills child servers")
-	dir := t.TempDir()
-	if err := testmodels.WriteBigram(filepath.Join(dir, "bigram.gguf")); err != nil {
-		t.Fatal(err)
-	}
+	dir := testModels(t, "bigram")
 	st := &models.Store{Dir: dir}
 	for round := 0; round < 3; round++ {
 		child, out := startChild(t, "create", dir, "")

@@ -11,15 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models"
 	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // startStoreServer serves dir (a new directory holding "stories" and
@@ -27,19 +24,13 @@ import (
 func startStoreServer(t *testing.T, dir string, edit func(*Config)) *testServer {
 	t.Helper()
 	if dir == "" {
-		dir = t.TempDir()
-		if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-			t.Fatal(err)
-		}
-		if err := testmodels.WriteBigram(filepath.Join(dir, "bigram.gguf")); err != nil {
-			t.Fatal(err)
-		}
+		dir = testModels(t, "stories", "bigram")
 	}
-	cfg := Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}
+	cfg := Config{ModelsDir: dir, Sched: testSched(2, 256)}
 	if edit != nil {
 		edit(&cfg)
 	}
-	return serveForTest(t, New(cfg))
+	return serveConfig(t, cfg)
 }
 
 // storeRequest sends body to path and returns the status and Ollama's error
@@ -71,8 +62,7 @@ func storeRequest(t *testing.T, ts *testServer, method, path string, body any) (
 // on every route that takes one: 400 in Ollama's shape, never a 500, and
 // nothing is written.
 func TestInvalidNamesAre400(t *testing.T) {
-	dir := t.TempDir()
-	linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf"))
+	dir := testModels(t, "stories")
 	ts := startStoreServer(t, dir, nil)
 	f := false
 	for _, bad := range []string{"../../evil", "a/b/c/d", "x:", "..", "stories/../../x"} {

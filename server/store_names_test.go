@@ -8,11 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // One name created, copied over and deleted by concurrent clients while
@@ -20,12 +15,8 @@ import (
 // before or after a change (or no model: 404, or 400 for a create FROM
 // it; a delete of a model in use: 409), never a 5xx.
 func TestStoreConcurrentName(t *testing.T) {
-	dir := t.TempDir()
-	if err := testmodels.WriteBigram(filepath.Join(dir, "bigram.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{ModelsDir: dir,
-		Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
+	dir := testModels(t, "bigram")
+	srv := New(Config{ModelsDir: dir, Sched: testSched(2, 256)})
 	ts := serveForTest(t, srv)
 	if code, _, b := do(t, "POST", ts.URL+"/api/create", "", `{"model":"x","from":"bigram","stream":false}`); code != http.StatusOK {
 		t.Fatalf("create: %d %s", code, b)
@@ -101,12 +92,8 @@ func TestStoreConcurrentName(t *testing.T) {
 // /api/show, as if the show had come after the delete, and no answer
 // shows a server path.
 func TestShowOfVanishedFile(t *testing.T) {
-	dir := t.TempDir()
-	if err := testmodels.WriteBigram(filepath.Join(dir, "bigram.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	ts := serveForTest(t, New(Config{ModelsDir: dir,
-		Sched: sched.Config{Parallel: 1, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+	dir := testModels(t, "bigram")
+	ts := serveConfig(t, Config{ModelsDir: dir, Sched: testSched(1, 256)})
 	if code, _, b := do(t, "POST", ts.URL+"/api/create", "", `{"model":"w","from":"bigram","stream":false}`); code != http.StatusOK {
 		t.Fatalf("create: %d %s", code, b)
 	}

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/tadpole-llm/tadpole/engine"
-	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/client"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
 	"github.com/tadpole-llm/tadpole/server/sched"
@@ -79,10 +78,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	models := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(models, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
+	models := testModels(t, "stories")
 	srv := New(Config{ModelsDir: models, Sched: sched.Config{Threads: 1, NumCtx: 256, FlashAttn: engine.FlashAttentionOn}, TLS: cert.TLSConfig()})
 	ts := serveForTest(t, srv)
 	base := strings.Replace(ts.URL, "http://", "https://", 1)

@@ -14,7 +14,6 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/gguf"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/client"
@@ -27,15 +26,7 @@ import (
 // larger than startServer's) and the bigram model as "bigram".
 func startToolServer(t *testing.T) *testServer {
 	t.Helper()
-	dir := t.TempDir()
-	if err := testmodels.WriteScript(filepath.Join(dir, "script.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	if err := testmodels.WriteBigram(filepath.Join(dir, "bigram.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 2048, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
-	return serveForTest(t, srv)
+	return serveConfig(t, Config{ModelsDir: testModels(t, "script", "bigram"), Sched: testSched(2, 2048)})
 }
 
 const weatherTool = `{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",

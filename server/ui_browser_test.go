@@ -19,11 +19,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/registry/registrytest"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/auth"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // The web console in a real browser: headless Chromium (Debian's
@@ -116,18 +114,20 @@ func eval[T any](b *browser, js string) T {
 // waitFor polls a JavaScript condition until it is true.
 func (b *browser) waitFor(what, js string, timeout time.Duration) {
 	b.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		v, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool]("!!("+js+")"))
-		if err == nil && v {
-			return
-		}
-		if time.Now().After(deadline) {
+	var err error
+	seen := false
+	defer func() {
+		if !seen { // Eventually failed the test
 			html, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.getElementById('view') ? document.getElementById('view').innerText.slice(0, 2000) : document.body.innerText`))
-			b.t.Fatalf("timed out waiting for %s (%s): %v; the page shows:\n%s", what, js, err, html)
+			b.t.Logf("waiting for %s (%s): last error %v; the page shows:\n%s", what, js, err, html)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}()
+	testkit.Eventually(b.t, timeout, what, func() bool {
+		var v bool
+		v, err = chromedp.Run(b.ctx, chromedp.Evaluate[bool]("!!("+js+")"))
+		return err == nil && v
+	})
+	seen = true
 }
 
 // set sets a form field's value and fires its input and change events.
@@ -348,13 +348,7 @@ func TestUIStop(t *testing.T) {
 	if busy != 1 {
 		t.Errorf("%d slots busy while streaming", busy)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for psSlots(t, ts) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the slot was not freed after stop")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, "the slot to be freed after stop", func() bool { return psSlots(t, ts) == 0 })
 	b.do(chromedp.Navigate(ts.URL + "/ui/#/running"))
 	b.waitFor("idle slots", `(document.querySelector('#ps-table tr[data-model="stories:latest"] .slots-text') || {}).textContent === '0 / 4'`, 20*time.Second)
 	if n := eval[int](b, `document.querySelectorAll('#ps-table .slot.busy').length`); n != 0 {
@@ -585,11 +579,7 @@ func TestUIKeys(t *testing.T) {
 // Think switch appears, and the reasoning is shown folded apart from the
 // answer, here a tool call.
 func TestUIThinking(t *testing.T) {
-	dir := t.TempDir()
-	if err := testmodels.WriteScript(filepath.Join(dir, "script.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	ts := startStoreServer(t, dir, nil)
+	ts := startStoreServer(t, testModels(t, "script"), nil)
 	b := newBrowser(t)
 	b.do(chromedp.Navigate(ts.URL + "/ui/"))
 	b.waitFor("the model picker", `document.querySelector('#model option[value="script:latest"]')`, 30*time.Second)
@@ -725,11 +715,8 @@ func TestUIPull(t *testing.T) {
 // back on the same address.
 func TestUIServerRestart(t *testing.T) {
 	testkit.Full(t, "a browser on the real engine")
-	dir := t.TempDir()
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{ModelsDir: dir, Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}
+	dir := testModels(t, "stories")
+	cfg := Config{ModelsDir: dir, Sched: testSched(2, 256)}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -6,11 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/server/auth"
-	"github.com/tadpole-llm/tadpole/server/sched"
 	"github.com/tadpole-llm/tadpole/server/ui"
 )
 
@@ -80,7 +77,7 @@ func TestUIServed(t *testing.T) {
 // IP addresses, localhost); another origin is still refused.
 func TestUISameOrigin(t *testing.T) {
 	srv := New(Config{ModelsDir: t.TempDir(), Hosts: []string{"tadpole.test"},
-		Sched: sched.Config{Parallel: 1, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
+		Sched: testSched(1, 256)})
 	ts := serveForTest(t, srv)
 	port := ts.URL[strings.LastIndex(ts.URL, ":"):]
 	for _, tc := range []struct {

@@ -5,11 +5,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
-	"time"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // The utility endpoints against llama-server itself (issue 35): each
@@ -36,7 +33,7 @@ func TestUtilityEndpointsMatchLlamaServer(t *testing.T) {
 	if err := testmodels.WriteScript(paths["script"]); err != nil {
 		t.Fatal(err)
 	}
-	ts := serveForTest(t, New(Config{ModelsDir: dir, Sched: sched.Config{Parallel: 1, NumCtx: 1024, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+	ts := serveConfig(t, Config{ModelsDir: dir, Sched: testSched(1, 1024)})
 
 	texts := []string{
 		"Once upon a time, the cat sat on the mat.",

@@ -14,10 +14,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/tadpole-llm/tadpole/engine"
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/ollamaapi"
-	"github.com/tadpole-llm/tadpole/server/sched"
 )
 
 // startVisionServer serves the generated vision model ("vision": a random
@@ -25,16 +23,7 @@ import (
 // the demo model, four slots.
 func startVisionServer(t *testing.T) *testServer {
 	t.Helper()
-	dir := t.TempDir()
-	if err := testmodels.WriteVision(filepath.Join(dir, "vision.gguf"), filepath.Join(dir, "vision.mmproj.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	if err := linkFile(testmodels.Testdata("stories260K.gguf"), filepath.Join(dir, "stories.gguf")); err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{ModelsDir: dir,
-		Sched: sched.Config{Parallel: 4, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}})
-	return serveForTest(t, srv)
+	return serveConfig(t, Config{ModelsDir: testModels(t, "vision", "stories"), Sched: testSched(4, 256)})
 }
 
 // solidPNG is a size×size PNG of one colour with a diagonal of another.
@@ -203,8 +192,7 @@ func TestVisionBrokenProjector(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeTestProjector(t, filepath.Join(dir, "broken.mmproj.gguf"))
-	ts := serveForTest(t, New(Config{ModelsDir: dir,
-		Sched: sched.Config{Parallel: 2, NumCtx: 256, KeepAlive: time.Minute, FlashAttn: engine.FlashAttentionOn, Threads: 1}}))
+	ts := serveConfig(t, Config{ModelsDir: dir, Sched: testSched(2, 256)})
 	if _, err := generateErr(ts, "broken", "What is this?"); err != nil {
 		t.Fatalf("text to a model whose projector does not load: %v", err)
 	}
