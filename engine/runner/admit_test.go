@@ -23,7 +23,7 @@ func TestOnAdmitOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if evs, err := h.Recv(context.Background(), nil); err != nil || len(evs) == 0 {
+	if evs, err := h.Next(context.Background(), nil); err != nil || len(evs) == 0 {
 		t.Fatalf("holder: %v", err)
 	}
 	if holder.Load() != 1 {

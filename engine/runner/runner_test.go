@@ -94,7 +94,7 @@ func events(s *Stream) <-chan Event {
 		var buf []Event
 		for {
 			var err error
-			buf, err = s.Recv(context.Background(), buf[:0])
+			buf, err = s.Next(context.Background(), buf[:0])
 			for _, ev := range buf {
 				out <- ev
 			}

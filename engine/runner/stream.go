@@ -10,7 +10,7 @@ import (
 // Stream is one request's events, handed from the decode loop to the
 // request's reader. The loop never waits on a reader: it appends to the
 // stream's queue and signals. The reader takes everything queued at once
-// (Recv), so a reader slower than the model — a slow client, a busy
+// (Next), so a reader slower than the model — a slow client, a busy
 // writer — gets several tokens per call and writes them together instead
 // of holding the loop back. No goroutine stands between the two.
 //
@@ -58,9 +58,9 @@ func wake(c chan struct{}) {
 	}
 }
 
-// TryRecv appends the events queued so far to dst without waiting. After
+// TryNext appends the events queued so far to dst without waiting. After
 // the final event has been taken it returns io.EOF.
-func (s *Stream) TryRecv(dst []Event) ([]Event, error) {
+func (s *Stream) TryNext(dst []Event) ([]Event, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
@@ -80,14 +80,14 @@ func (s *Stream) TryRecv(dst []Event) ([]Event, error) {
 	return dst, nil
 }
 
-// Recv appends every queued event to dst, waiting for one if none is
+// Next appends every queued event to dst, waiting for one if none is
 // queued. It returns ctx's error if ctx ends first, and io.EOF once the
 // final event has been taken.
-func (s *Stream) Recv(ctx context.Context, dst []Event) ([]Event, error) {
+func (s *Stream) Next(ctx context.Context, dst []Event) ([]Event, error) {
 	n := len(dst)
 	for {
 		var err error
-		if dst, err = s.TryRecv(dst); err != nil || len(dst) > n {
+		if dst, err = s.TryNext(dst); err != nil || len(dst) > n {
 			return dst, err
 		}
 		select {
@@ -99,7 +99,7 @@ func (s *Stream) Recv(ctx context.Context, dst []Event) ([]Event, error) {
 }
 
 // Ready is signalled after events are queued (it may be signalled with
-// none left by the time it is read: TryRecv tells).
+// none left by the time it is read: TryNext tells).
 func (s *Stream) Ready() <-chan struct{} { return s.ready }
 
 // Collect reads the stream to its final event and returns the events
@@ -108,7 +108,7 @@ func (s *Stream) Collect(ctx context.Context) ([]Event, error) {
 	var out []Event
 	for {
 		var err error
-		out, err = s.Recv(ctx, out)
+		out, err = s.Next(ctx, out)
 		if err == io.EOF {
 			return out, nil
 		}

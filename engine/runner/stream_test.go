@@ -9,7 +9,7 @@ import (
 )
 
 // A reader slower than the model gets the tokens that queued meanwhile in
-// one Recv, every one of them, in order; a fast reader beside it on the
+// one Next, every one of them, in order; a fast reader beside it on the
 // same runner gets the same text, and neither holds the other back.
 func TestStreamCoalescesWithoutLoss(t *testing.T) {
 	m := loadModel(t, "stories260K.gguf")
@@ -25,7 +25,7 @@ func TestStreamCoalescesWithoutLoss(t *testing.T) {
 		}
 		var buf []Event
 		for {
-			buf, err = s.Recv(context.Background(), buf[:0])
+			buf, err = s.Next(context.Background(), buf[:0])
 			maxBatch = max(maxBatch, len(buf))
 			for _, ev := range buf {
 				text += ev.Text
@@ -73,13 +73,13 @@ func TestStreamCoalescesWithoutLoss(t *testing.T) {
 		}
 	}
 	if slow.maxBat < 2 {
-		t.Errorf("the slow reader never got more than one event per Recv (%d events)", slow.events)
+		t.Errorf("the slow reader never got more than one event per Next (%d events)", slow.events)
 	}
 }
 
-// Recv gives up when its context ends; TryRecv never waits; after the
+// Next gives up when its context ends; TryNext never waits; after the
 // final event both report io.EOF.
-func TestStreamRecvContext(t *testing.T) {
+func TestStreamNextContext(t *testing.T) {
 	m := loadModel(t, "stories260K.gguf")
 	r := newRunner(t, m, Config{Parallel: 1, NumCtx: 128})
 	s, err := r.Generate(context.Background(), Request{Prompt: tokenize(t, m, "Once upon a time"), NumPredict: 5})
@@ -90,15 +90,15 @@ func TestStreamRecvContext(t *testing.T) {
 	if err != nil || len(all) == 0 || !all[len(all)-1].Done {
 		t.Fatalf("collect: %d events, %v", len(all), err)
 	}
-	if _, err := s.TryRecv(nil); err != io.EOF {
-		t.Fatalf("TryRecv after the end: %v", err)
+	if _, err := s.TryNext(nil); err != io.EOF {
+		t.Fatalf("TryNext after the end: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.Recv(ctx, nil); err != io.EOF {
-		t.Fatalf("Recv after the end: %v", err)
+	if _, err := s.Next(ctx, nil); err != io.EOF {
+		t.Fatalf("Next after the end: %v", err)
 	}
-	// A stream with nothing queued: Recv returns the context's error.
+	// A stream with nothing queued: Next returns the context's error.
 	gctx, gcancel := context.WithCancel(context.Background())
 	busy, err := r.Generate(gctx, Request{Prompt: tokenize(t, m, "Once upon a time"), NumPredict: -1})
 	if err != nil {
@@ -111,8 +111,8 @@ func TestStreamRecvContext(t *testing.T) {
 	}
 	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancelShort()
-	if evs, err := blocked.Recv(short, nil); err != context.DeadlineExceeded || len(evs) != 0 {
-		t.Fatalf("Recv on a waiting request: %d events, %v", len(evs), err)
+	if evs, err := blocked.Next(short, nil); err != context.DeadlineExceeded || len(evs) != 0 {
+		t.Fatalf("Next on a waiting request: %d events, %v", len(evs), err)
 	}
 	gcancel()
 	evs, err := blocked.Collect(context.Background())

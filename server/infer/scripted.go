@@ -44,12 +44,12 @@ func Scripted(ctx context.Context, in *Instance, text func([]engine.Token) strin
 // too, in convert).
 type script struct {
 	events []Event
-	next   int // the next event Recv hands over
+	next   int // the next event Next hands over
 	split  int // the next event whose delta convert takes
 	ready  chan struct{}
 }
 
-func (s *script) TryRecv(dst []runner.Event) ([]runner.Event, error) {
+func (s *script) TryNext(dst []runner.Event) ([]runner.Event, error) {
 	if s.next == len(s.events) {
 		return dst, io.EOF
 	}
@@ -62,17 +62,17 @@ func (s *script) TryRecv(dst []runner.Event) ([]runner.Event, error) {
 		Err: ev.Err, Stats: ev.Stats, Tokens: ev.Tokens}), nil
 }
 
-func (s *script) Recv(ctx context.Context, dst []runner.Event) ([]runner.Event, error) {
+func (s *script) Next(ctx context.Context, dst []runner.Event) ([]runner.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return dst, err
 	}
-	return s.TryRecv(dst)
+	return s.TryNext(dst)
 }
 
-// Ready is always signalled: TryRecv has an event or the end.
+// Ready is always signalled: TryNext has an event or the end.
 func (s *script) Ready() <-chan struct{} { return s.ready }
 
-// delta is the split output of the event TryRecv handed over next.
+// delta is the split output of the event TryNext handed over next.
 func (s *script) delta() chatparse.Delta {
 	d := s.events[s.split].Delta
 	s.split++

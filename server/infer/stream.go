@@ -66,8 +66,8 @@ func (s *Stream) PromptTokens() int { return s.prompt }
 // runner's stream (*runner.Stream), or a script (Scripted) in the
 // dialects' own tests. One call per batch of events goes through it.
 type source interface {
-	Recv(ctx context.Context, dst []runner.Event) ([]runner.Event, error)
-	TryRecv(dst []runner.Event) ([]runner.Event, error)
+	Next(ctx context.Context, dst []runner.Event) ([]runner.Event, error)
+	TryNext(dst []runner.Event) ([]runner.Event, error)
 	Ready() <-chan struct{}
 }
 
@@ -82,14 +82,14 @@ func newStream(ctx context.Context, gen source, out chatparse.Options, model str
 // of Start's context if that ends first.
 func (s *Stream) Next(dst []Event) ([]Event, error) {
 	var err error
-	s.raw, err = s.gen.Recv(s.ctx, s.raw[:0])
+	s.raw, err = s.gen.Next(s.ctx, s.raw[:0])
 	return s.convert(dst), err
 }
 
 // TryNext is Next without waiting: it may return no events.
 func (s *Stream) TryNext(dst []Event) ([]Event, error) {
 	var err error
-	s.raw, err = s.gen.TryRecv(s.raw[:0])
+	s.raw, err = s.gen.TryNext(s.raw[:0])
 	return s.convert(dst), err
 }
 

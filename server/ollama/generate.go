@@ -55,7 +55,7 @@ func streamNDJSON(c echo.Context, s *ollamagen.Stream, line func(infer.Event) an
 	var buf []infer.Event
 	for {
 		var err error
-		buf, err = s.Recv(buf[:0])
+		buf, err = s.Next(buf[:0])
 		for _, ev := range buf {
 			if l := line(ev); l != nil {
 				if err := enc.Encode(l); err != nil {

@@ -44,7 +44,7 @@ type Call struct {
 	start    time.Time
 }
 
-// Stream is a started call: read it with Recv (a load-only call has
+// Stream is a started call: read it with Next (a load-only call has
 // nothing to read). Close must be called once.
 type Stream struct {
 	g     *infer.Generation
@@ -159,10 +159,10 @@ func (c *Call) Start(ctx context.Context) (*Stream, error) {
 // has no events.
 func (s *Stream) LoadOnly() bool { return s.gen == nil }
 
-// Recv appends the generation's next events to buf: every event queued
+// Next appends the generation's next events to buf: every event queued
 // since the last call, waiting for one if there is none. It returns
 // io.EOF after the final event, or the error of the call's context.
-func (s *Stream) Recv(buf []infer.Event) ([]infer.Event, error) {
+func (s *Stream) Next(buf []infer.Event) ([]infer.Event, error) {
 	if s.gen == nil {
 		return buf, io.EOF
 	}
@@ -221,7 +221,7 @@ func (s *Stream) collect() (chatparse.Delta, infer.Event, error) {
 	var buf []infer.Event
 	for {
 		var err error
-		buf, err = s.Recv(buf[:0])
+		buf, err = s.Next(buf[:0])
 		for _, ev := range buf {
 			all.Append(ev.Delta)
 			if ev.Done {
