@@ -157,6 +157,7 @@ var scriptedFamilies = []struct {
 	{"llama-cpp-deepseek-r1.jinja", testmodels.DeepSeekR1LlamaCpp, false, "", ""},
 	{"fireworks-ai-llama-3-firefunction-v2.jinja", testmodels.FireFunctionV2, true, "", ""},
 	{"Cohere2MoE.jinja", testmodels.Cohere2MoE, false, "", ""},
+	{"inclusionai-ling-3.0-flash.jinja", testmodels.Ling3, false, "", ""},
 }
 
 // listedDifferences are the differences from llama-server that are
@@ -205,6 +206,7 @@ var listedDifferences = map[string]string{
 	"Reka-Edge.jinja/turn1":                                "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
 	"llama-cpp-deepseek-r1.jinja/turn1":                    "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the blank line after </think> as content; Tadpole trims whitespace around the thinking",
 	"llama-cpp-deepseek-r1.jinja/turn2":                    "llama-server keeps the blank line after </think> at the start of content; Tadpole drops whitespace after a thinking block",
+	"inclusionai-ling-3.0-flash.jinja/turn1":               "llama-server keeps the newline after </think> as content; Tadpole drops whitespace after a thinking block",
 	"HuggingFaceTB-SmolLM3-3B.jinja/turn1":                 "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the blank line after </think> in content; Tadpole trims whitespace around the thinking (neither parses the call: the template shows no call syntax)",
 	"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja/turn1": "llama-server writes <｜end▁of▁sentence｜> (a preserved token of its parser) into the text, and unstreamed the call then fails to parse (500); streamed, it keeps the newlines inside the thinking and the blank line after </think> as content, which Tadpole trims",
 	"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja/turn2": "llama-server writes <｜end▁of▁sentence｜> (a preserved token of its parser) into content; Tadpole stops at the end-of-generation token",
@@ -475,6 +477,7 @@ func forcedCall(tmpl string, hasTools bool) string {
 	root = strings.TrimPrefix(root, "root ::= ")
 	how := "a bare JSON call object, not the family's markup"
 	if strings.HasPrefix(root, `"`) {
+		// (the literal the call starts with; then a JSON object or list)
 		end := 1
 		for end < len(root) && root[end] != '"' {
 			if root[end] == '\\' {
@@ -483,7 +486,7 @@ func forcedCall(tmpl string, hasTools bool) string {
 			end++
 		}
 		if lit, err := strconv.Unquote(root[:min(end+1, len(root))]); err == nil {
-			how = fmt.Sprintf("the call after %q", lit)
+			how = fmt.Sprintf("JSON after %q", lit)
 		}
 	}
 	auto := "auto: free"

@@ -124,12 +124,12 @@ func Qwen35(tmpl string) FamilyScript {
 // and after a tool result (<|observation|>), the answer.
 func GLM46(tmpl string) FamilyScript {
 	turn1 := append([]string{"\n", "<think>"}, familyReasoning...)
-	turn1 = append(turn1, "</think>", "\n<tool_call>"+FamilyTool+"\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>unit</arg_key>\n<arg_value>",
+	turn1 = append(turn1, "</think>", "\n", "<tool_call>", FamilyTool+"\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>unit</arg_key>\n<arg_value>",
 		familyUnitJSON, "</arg_value>\n<arg_key>note</arg_key>\n<arg_value>", familyNote, "</arg_value>\n</tool_call>")
 	return FamilyScript{
 		Name: "Tadpole scripted GLM-4.6 test model", Template: tmpl,
 		Specials:   []string{"[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>", "<|endoftext|>"},
-		UserTokens: []string{"<think>", "</think>"},
+		UserTokens: []string{"<think>", "</think>", "<tool_call>"},
 		Trigger:    "<|assistant|>", ToolResultMarker: "<|observation|>",
 		Turn1: turn1, Turn2: append([]string{"\n"}, familyAnswer...),
 	}
@@ -216,12 +216,12 @@ func SeedOSS(tmpl string) FamilyScript {
 //
 // and after a tool result (<|observation|>), "</think>" and the answer.
 func GLM47(tmpl string) FamilyScript {
-	turn1 := append(append([]string(nil), familyReasoning...), "</think>", "<tool_call>"+FamilyTool+"<arg_key>city</arg_key><arg_value>Paris</arg_value><arg_key>unit</arg_key><arg_value>",
+	turn1 := append(append([]string(nil), familyReasoning...), "</think>", "<tool_call>", FamilyTool+"<arg_key>city</arg_key><arg_value>Paris</arg_value><arg_key>unit</arg_key><arg_value>",
 		familyUnitJSON, "</arg_value><arg_key>note</arg_key><arg_value>", familyNote, "</arg_value></tool_call>")
 	return FamilyScript{
 		Name: "Tadpole scripted GLM-4.7 test model", Template: tmpl,
 		Specials:   []string{"[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>", "<|endoftext|>"},
-		UserTokens: []string{"<think>", "</think>"},
+		UserTokens: []string{"<think>", "</think>", "<tool_call>"},
 		Trigger:    "<think>", ToolResultMarker: "<|observation|>",
 		Turn1: turn1, Turn2: append([]string{"</think>"}, familyAnswer...),
 	}

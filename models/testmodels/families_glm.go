@@ -12,7 +12,9 @@ package testmodels
 //
 // (with spaced, a newline before <tool_call>, after the name and after
 // each tag pair, and the reasoning on lines of its own) and after the
-// tool result (its "sky"), "</think>" and the answer.
+// tool result (its "sky"), "</think>" and the answer. <tool_call> is a
+// token of its own, as in these families' vocabularies, where it wakes
+// a lazy grammar.
 func glmThinking(tmpl, name string, specials []string, spaced bool) FamilyScript {
 	nl := ""
 	reasoning := append([]string(nil), familyReasoning...)
@@ -20,11 +22,15 @@ func glmThinking(tmpl, name string, specials []string, spaced bool) FamilyScript
 		nl = "\n"
 		reasoning = withNewlines(familyReasoning, "\n", "\n")
 	}
-	turn1 := append(reasoning, "</think>", nl+"<tool_call>"+FamilyTool+nl+"<arg_key>city</arg_key>"+nl+"<arg_value>Paris</arg_value>"+nl+"<arg_key>unit</arg_key>"+nl+"<arg_value>",
+	turn1 := append(reasoning, "</think>")
+	if spaced {
+		turn1 = append(turn1, "\n") // (the prompt ends in <think>, not a newline)
+	}
+	turn1 = append(turn1, "<tool_call>", FamilyTool+nl+"<arg_key>city</arg_key>"+nl+"<arg_value>Paris</arg_value>"+nl+"<arg_key>unit</arg_key>"+nl+"<arg_value>",
 		familyUnitJSON, "</arg_value>"+nl+"<arg_key>note</arg_key>"+nl+"<arg_value>", familyNote, "</arg_value>"+nl+"</tool_call>")
 	return FamilyScript{
 		Name: "Tadpole scripted " + name + " test model", Template: tmpl, Specials: specials,
-		UserTokens: []string{"<think>", "</think>"},
+		UserTokens: []string{"<think>", "</think>", "<tool_call>"},
 		Trigger:    "<think>", ToolResultMarker: "sky",
 		Turn1: turn1, Turn2: append([]string{"</think>"}, familyAnswer...),
 	}
@@ -77,4 +83,24 @@ func RekaEdge(tmpl string) FamilyScript {
 	s.Turn1 = s.Turn1[:len(s.Turn1)-1] // no <|im_end|>
 	s.Turn2 = s.Turn2[:len(s.Turn2)-1]
 	return s
+}
+
+// Ling3 is the scripted Ling 3.0 model (inclusionai-ling-3.0-flash.jinja,
+// thinking on): its prompt ends "<role>ASSISTANT</role>\n<think>", so it
+// writes
+//
+//	REASONING</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>…\n</tool_call>
+//
+// and after the tool result (an OBSERVATION turn holding its "sky"),
+// "</think>" and the answer.
+func Ling3(tmpl string) FamilyScript {
+	arg := func(k, v string) string { return "<arg_key>" + k + "</arg_key>\n<arg_value>" + v + "</arg_value>" }
+	turn1 := append(append([]string(nil), familyReasoning...), "</think>", "\n", "<tool_call>", FamilyTool+"\n"+arg("city", "Paris"),
+		arg("unit", familyUnitJSON), arg("note", familyNote)+"\n</tool_call>")
+	return FamilyScript{
+		Name: "Tadpole scripted Ling 3.0 test model", Template: tmpl,
+		UserTokens: []string{"<think>", "</think>", "<tool_call>"},
+		Trigger:    "<think>", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append([]string{"</think>"}, familyAnswer...),
+	}
 }

@@ -363,8 +363,9 @@ func DeepSeekR1LlamaCpp(tmpl string) FamilyScript {
 // FireFunctionV2 is the scripted firefunction v2 model
 // (fireworks-ai-llama-3-firefunction-v2.jinja, Llama 3's tokens; no
 // reasoning): after "<|start_header_id|>assistant<|end_header_id|>\n\n",
+// a space and
 //
-//	 functools[{"name": "get_weather", "arguments": ARGUMENTS}]<|eot_id|>
+//	functools[{"name": "get_weather", "arguments": ARGUMENTS}]<|eot_id|>
 //
 // and after the tool result (a tool turn holding its "sky"), the answer.
 func FireFunctionV2(tmpl string) FamilyScript {

@@ -222,3 +222,17 @@ func TestGrammarHarmony(t *testing.T) {
 		t.Errorf("required call parsed as %+v %v", d, w)
 	}
 }
+
+// Templates that teach calls as XML-style parameters or GLM's key/value
+// tags get no lazy grammar of JSON after <tool_call>.
+func TestCallTriggerXMLCalls(t *testing.T) {
+	for tmpl, want := range map[string]string{
+		`<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>`: "<tool_call>",
+		"{{- '<tool_call>' + tc.name }}{{- '<arg_key>' + k + '</arg_key>' }}":                   "",
+		"<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>":        "",
+	} {
+		if got := CallTrigger(DetectFormat(tmpl), XMLCalls(tmpl)); got != want {
+			t.Errorf("%q: trigger %q, want %q", tmpl, got, want)
+		}
+	}
+}
