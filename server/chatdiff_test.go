@@ -158,6 +158,7 @@ var scriptedFamilies = []struct {
 	{"fireworks-ai-llama-3-firefunction-v2.jinja", testmodels.FireFunctionV2, true, "", ""},
 	{"Cohere2MoE.jinja", testmodels.Cohere2MoE, false, "", ""},
 	{"inclusionai-ling-3.0-flash.jinja", testmodels.Ling3, false, "", ""},
+	{"openbmb-MiniCPM5-1B.jinja", testmodels.MiniCPM5, false, "", ""},
 }
 
 // listedDifferences are the differences from llama-server that are
@@ -207,6 +208,7 @@ var listedDifferences = map[string]string{
 	"llama-cpp-deepseek-r1.jinja/turn1":                    "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the blank line after </think> as content; Tadpole trims whitespace around the thinking",
 	"llama-cpp-deepseek-r1.jinja/turn2":                    "llama-server keeps the blank line after </think> at the start of content; Tadpole drops whitespace after a thinking block",
 	"inclusionai-ling-3.0-flash.jinja/turn1":               "llama-server keeps the newline after </think> as content; Tadpole drops whitespace after a thinking block",
+	"openbmb-MiniCPM5-1B.jinja/turn1":                      "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
 	"HuggingFaceTB-SmolLM3-3B.jinja/turn1":                 "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the blank line after </think> in content; Tadpole trims whitespace around the thinking (neither parses the call: the template shows no call syntax)",
 	"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja/turn1": "llama-server writes <｜end▁of▁sentence｜> (a preserved token of its parser) into the text, and unstreamed the call then fails to parse (500); streamed, it keeps the newlines inside the thinking and the blank line after </think> as content, which Tadpole trims",
 	"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja/turn2": "llama-server writes <｜end▁of▁sentence｜> (a preserved token of its parser) into content; Tadpole stops at the end-of-generation token",

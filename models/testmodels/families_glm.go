@@ -104,3 +104,22 @@ func Ling3(tmpl string) FamilyScript {
 		Turn1: turn1, Turn2: append([]string{"</think>"}, familyAnswer...),
 	}
 }
+
+// MiniCPM5 is the scripted MiniCPM5 model (openbmb-MiniCPM5-1B.jinja,
+// thinking on): its prompt ends "<|im_start|>assistant\n<think>\n", so
+// it writes
+//
+//	REASONING\n</think>\n\n<function name="get_weather"><param name="city">Paris</param><param name="unit">{…}</param><param name="note"><![CDATA[say "hi"\nbye]]></param></function><|im_end|>
+//
+// (a string with a newline in CDATA, as the template writes one) and
+// after the tool result (its "sky"), "</think>\n\n" and the answer.
+func MiniCPM5(tmpl string) FamilyScript {
+	turn1 := append(withNewlines(familyReasoning, "", "\n"), "</think>", "\n\n", `<function name="`+FamilyTool+`"><param name="city">Paris</param><param name="unit">`,
+		familyUnitJSON, `</param><param name="note"><![CDATA[`+familyNote+`]]></param></function>`, ImEndToken)
+	return FamilyScript{
+		Name: "Tadpole scripted MiniCPM5 test model", Template: tmpl, Specials: chatML,
+		UserTokens: []string{"<think>", "</think>"},
+		Trigger:    "<0x0A>", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append(append([]string{"</think>", "\n\n"}, familyAnswer...), ImEndToken),
+	}
+}

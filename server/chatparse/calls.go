@@ -185,6 +185,8 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 		return p.invokes(body, dsml)
 	case gemma4CallBegin:
 		return p.gemma4(body)
+	case miniCPMCallBegin:
+		return p.miniCPM5(body)
 	case hy3CallsBegin:
 		return p.hy3(body)
 	case k3OpenTag("tools"):

@@ -87,12 +87,15 @@ const (
 	// FireFunction: firefunction v2's " functools[{"name": …, "arguments": …}, …]",
 	// to the end of the output.
 	FireFunction
+	// MiniCPM5: <function name="NAME"><param name="KEY">VALUE</param>…</function>
+	// (minicpm5.go).
+	MiniCPM5
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3", ToolCallsTag: "tool-calls-tag", GigaChat: "gigachat", GigaChat31: "gigachat-3.1", FireFunction: "firefunction",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3", ToolCallsTag: "tool-calls-tag", GigaChat: "gigachat", GigaChat31: "gigachat-3.1", FireFunction: "firefunction", MiniCPM5: "minicpm5",
 }
 
 func (f Format) String() string {
@@ -133,6 +136,8 @@ func DetectFormat(template string) Format {
 		return ToolCallsTag
 	case has(fireFunctionCalls):
 		return FireFunction
+	case has(miniCPMCallBegin) && has(miniCPMParam):
+		return MiniCPM5
 	case has(gigaRoleSep) && has(gigaFunctionCall):
 		return GigaChat31
 	case has(gigaRoleSep) && has(gigaMessageSep) && has("function call"):
@@ -313,6 +318,8 @@ func markers(f Format) []callMarker {
 		return []callMarker{{gigaFunctionCall, ""}}
 	case FireFunction:
 		return []callMarker{{fireFunctionCalls, ""}}
+	case MiniCPM5:
+		return []callMarker{{miniCPMCallBegin, miniCPMCallEnd}}
 	}
 	return nil
 }
@@ -331,7 +338,7 @@ func silentMarkup(f Format) []string {
 // JSON; so does a forced call's grammar for them). Hermes and Command-R
 // models mark their calls, and their answers may well be JSON.
 func jsonAnswers(f Format) bool {
-	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML || f == Gemma4 || f == Hy3 || f == KimiK3 || f == ToolCallsTag || f == FireFunction
+	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML || f == Gemma4 || f == Hy3 || f == KimiK3 || f == ToolCallsTag || f == FireFunction || f == MiniCPM5
 }
 
 // Markup is the markup the parser reads for o: thinking tags, call
