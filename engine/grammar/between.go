@@ -43,11 +43,15 @@ func FromSchemaBetween(schema []byte, prefix, suffix string) (string, error) {
 }
 
 // Branch is one alternative of FromBranches: a value valid against
-// Schema, between the literal Prefix and Suffix.
+// Schema, between the literal Prefix and Suffix. Between, when set, is
+// GBNF written as it is after the prefix, before the value (e.g. an
+// index and a separator: `[0-9]{1,3} "<sep>"`): the caller's, built of
+// literals and character classes only.
 type Branch struct {
-	Prefix string
-	Schema json.RawMessage
-	Suffix string
+	Prefix  string
+	Between string
+	Schema  json.RawMessage
+	Suffix  string
 }
 
 // FromBranches is FromSchemaBetween for output that is one of several
@@ -86,9 +90,12 @@ func FromBranches(defs map[string]map[string]json.RawMessage, branches []Branch)
 		if err != nil {
 			return "", fmt.Errorf("JSON schema of branch %d: %w", i, err)
 		}
-		parts := make([]string, 0, 3)
+		parts := make([]string, 0, 4)
 		if b.Prefix != "" {
 			parts = append(parts, literal(b.Prefix))
+		}
+		if b.Between != "" {
+			parts = append(parts, "("+b.Between+")")
 		}
 		parts = append(parts, value)
 		if b.Suffix != "" {

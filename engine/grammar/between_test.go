@@ -89,6 +89,17 @@ func TestFromBranches(t *testing.T) {
 	if !seen["weather"] || !seen["add"] || len(seen) != 2 {
 		t.Errorf("branches generated: %v", seen)
 	}
+	// GBNF between the prefix and the value: an index.
+	text, err = FromBranches(nil, []Branch{{Prefix: "f:", Between: `[0-9]{1,2} "|"`, Schema: json.RawMessage(`{"type": "integer"}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g = mustParse(t, text)
+	for s, want := range map[string]bool{"f:0|5": true, "f:12|-3": true, "f:|5": false, "f:123|5": false, "f:1 5": false} {
+		if g.accepts(s) != want {
+			t.Errorf("%s: accepted %v\n%s", s, !want, text)
+		}
+	}
 	for _, bad := range []struct {
 		defs     map[string]map[string]json.RawMessage
 		branches []Branch

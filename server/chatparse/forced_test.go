@@ -3,6 +3,7 @@ package chatparse_test
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -142,4 +143,58 @@ func generate(t *testing.T, m *engine.Model, g string, seed int64, max int) stri
 	}
 	t.Fatalf("no end within %d tokens: %q", max, append(out, d.Flush()...))
 	return ""
+}
+
+// tool_choice "auto" on Kimi K2 and DeepSeek: from the token that opens
+// the calls section, the lazy grammar holds every call the model writes
+// to the family's markup and its function's schema (Kimi's calls
+// numbered as the model numbers them), then the section's end. Sampled
+// from the trigger on (the story model has no such token: the trigger is
+// written as its text here), the text parses as calls of the declared
+// functions.
+func TestLazyCallsInFamilyMarkup(t *testing.T) {
+	m, err := engine.LoadModel(testmodels.Testdata("stories260K.gguf"), engine.ModelParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	tools := []chatparse.Tool{
+		{Name: "get_weather", Parameters: json.RawMessage(`{"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo"]}}, "required": ["city"], "additionalProperties": false}`)},
+		{Name: "add", Parameters: json.RawMessage(`{"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9}}, "required": ["n"], "additionalProperties": false}`)},
+	}
+	for _, o := range []chatparse.Options{
+		{Format: chatparse.Kimi},
+		{Format: chatparse.DeepSeek},
+		{Format: chatparse.DeepSeek, FencedCalls: true},
+	} {
+		trigger := chatparse.CallTrigger(o.Format, false)
+		if trigger == "" {
+			t.Fatalf("%v: no trigger", o.Format)
+		}
+		g, err := chatparse.LazyGrammar(o, tools, strconv.Quote(trigger))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Tools = []string{"get_weather", "add"}
+		for seed := range int64(4) {
+			text := generate(t, m, g, seed, 600)
+			d, warn := chatparse.Parse(o, "Let me see. "+text)
+			if len(d.ToolCalls) == 0 || len(warn) > 0 || strings.TrimSpace(d.Content) != "Let me see." {
+				t.Fatalf("%v fenced %v, seed %d: %q parsed as %+v, warnings %v", o.Format, o.FencedCalls, seed, text, d, warn)
+			}
+			for _, c := range d.ToolCalls {
+				if c.Name != "get_weather" && c.Name != "add" || !json.Valid(c.Arguments) {
+					t.Errorf("%q: call %+v", text, c)
+				}
+			}
+		}
+	}
+	// Kimi's calls may be numbered: a second call is :1.
+	g, err := chatparse.LazyGrammar(chatparse.Options{Format: chatparse.Kimi}, tools, strconv.Quote(chatparse.CallTrigger(chatparse.Kimi, false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(g, "[0-9]{1,3}") {
+		t.Errorf("Kimi's lazy grammar takes no call index:\n%s", g)
+	}
 }

@@ -237,10 +237,16 @@ var callMarkup = map[Format]struct{ trigger, open, close string }{
 // the format has none, or its calls are not always JSON objects after
 // it: Qwen3-Coder's <tool_call><function=…> parameters (xmlCalls), and
 // Mistral, whose newer models write [TOOL_CALLS]name[ARGS]{…} where the
-// older wrote [TOOL_CALLS][{…}].
+// older wrote [TOOL_CALLS][{…}]. Kimi K2's and DeepSeek's trigger is the
+// token that opens their calls section.
 func CallTrigger(f Format, xmlCalls bool) string {
-	if (f == Hermes && xmlCalls) || f == Mistral {
+	switch {
+	case (f == Hermes && xmlCalls) || f == Mistral:
 		return ""
+	case f == Kimi:
+		return kimiSectionBegin
+	case f == DeepSeek:
+		return deepSeekCallsBegin
 	}
 	return callMarkup[f].trigger
 }
@@ -261,10 +267,14 @@ func XMLCalls(template string) bool {
 // triggerRule (the token's id, "<[ID]>", so that the grammar takes the
 // very token that woke it), then holds the call object to one of tools'
 // schemas and the format's close; Hermes may write further calls, and
-// the list formats (Command R7B, granite) further objects. What
+// the list formats (Command R7B, granite) further objects; Kimi K2 and
+// DeepSeek write their calls in their own markup (namedLazyGrammar). What
 // the model writes before the token (thinking, content) is free, and
 // once the calls end only the end of the output may follow.
 func LazyGrammar(o Options, tools []Tool, triggerRule string) (string, error) {
+	if g, ok, err := namedLazyGrammar(o, tools, triggerRule); ok {
+		return g, err
+	}
 	c, ok := callMarkup[o.Format]
 	if !ok {
 		return "", fmt.Errorf("format %s has no call token", o.Format)

@@ -332,7 +332,7 @@ func lazyToolGrammar(m *engine.Model, req *Request, out chatparse.Options) (stri
 	}
 	rule := fmt.Sprintf("<[%d]>", trigger)
 	h := sha256.New()
-	fmt.Fprintf(h, "%d\x00%s\x00", out.Format, rule)
+	fmt.Fprintf(h, "%d\x00%t\x00%t\x00%s\x00", out.Format, out.XMLCalls, out.FencedCalls, rule)
 	for _, t := range req.Tools {
 		h.Write(t)
 		h.Write([]byte{0})
