@@ -173,12 +173,6 @@ var listedDifferences = map[string]string{
 	"MiniMax-M2.jinja/turn1":                          "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
 	"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja/turn1": "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
 	"StepFun3.5-Flash.jinja/turn1":                    "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
-	// The older Gemma 4 template reads tool results only from an
-	// assistant turn's tool_responses: llama-server moves them there
-	// (templatediff lists the rendering difference), Tadpole renders the
-	// tool turn as written, so its prompt ends in a "tool" turn and a
-	// generation prompt, where the scripted model starts over.
-	"google-gemma-4-31B-it-interleaved.jinja/turn2": "the prompts differ (templatediff: llama-server rewrites tool results into the assistant turn for this template); Tadpole's model answers its own prompt",
 	// Not a parse: llama-server's lazy grammar for Seed-OSS does not let
 	// the model end after </seed:tool_call>, so the scripted model (flat
 	// logits off its script) writes a second call of garbage; Tadpole's

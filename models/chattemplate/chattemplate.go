@@ -56,6 +56,9 @@ type Input struct {
 type Template struct {
 	nodes []node
 	lim   limits
+	// gemma4: an older Gemma 4 template, whose tool results are folded
+	// into the calling assistant turn (gemma4Turns).
+	gemma4 bool
 }
 
 // Parse parses a Jinja chat template.
@@ -69,7 +72,7 @@ func Parse(src string) (t *Template, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Template{nodes: nodes, lim: defaultLimits}, nil
+	return &Template{nodes: nodes, lim: defaultLimits, gemma4: gemma4ToolResponses(src)}, nil
 }
 
 // Render renders src with in. Errors (syntax, raise_exception, runtime)
@@ -89,7 +92,7 @@ func (t *Template) Render(in Input) (out string, err error) {
 			out, err = "", fmt.Errorf("chat template: internal error while rendering: %v", r)
 		}
 	}()
-	ctx, err := in.context()
+	ctx, err := in.context(t.gemma4)
 	if err != nil {
 		return "", err
 	}
@@ -125,7 +128,7 @@ func (e *LimitError) Unwrap() error { return e.err }
 
 // context builds the variables a template sees, as transformers'
 // apply_chat_template passes them.
-func (in *Input) context() (*scope, error) {
+func (in *Input) context(gemma4 bool) (*scope, error) {
 	s := newScope(nil)
 	for k, v := range in.Vars {
 		c, err := fromGo(v)
@@ -141,6 +144,16 @@ func (in *Input) context() (*scope, error) {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 		msgs.items = append(msgs.items, d)
+	}
+	if gemma4 {
+		var ds []*dict
+		for _, m := range msgs.items {
+			ds = append(ds, m.(*dict))
+		}
+		msgs.items = msgs.items[:0]
+		for _, d := range gemma4Turns(ds) {
+			msgs.items = append(msgs.items, d)
+		}
 	}
 	s.vars["messages"] = msgs
 	if in.Tools != nil {

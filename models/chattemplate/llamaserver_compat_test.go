@@ -67,3 +67,32 @@ func TestStringArguments(t *testing.T) {
 		t.Errorf("string arguments: %q, %v", got, err)
 	}
 }
+
+// The older Gemma 4 templates read a tool's result from the assistant
+// turn that called it: the results after a turn with calls, and the
+// answer after them, are folded into that turn (tool_responses, the
+// call's function by order, the result as JSON where it is JSON), as
+// llama-server does; the newer template gets the messages as they are.
+func TestGemma4ToolResponses(t *testing.T) {
+	src := `{#- '<|tool_call>call:' -#}{% for m in messages %}[{{ m.role }}` +
+		`{% if m.tool_calls %} calls={{ m.tool_calls | length }}{% endif %}` +
+		`{% for r in m.tool_responses or [] %} {{ r.name }}:{{ r.response is mapping }}:{{ r.response.sky or r.response }}{% endfor %}` +
+		`{% if m.content is defined %} content={{ m.content }}{% endif %}` +
+		`{% if m.reasoning_content %} thought={{ m.reasoning_content }}{% endif %}]{% endfor %}`
+	in := chattemplate.Input{Messages: []chattemplate.Message{
+		{Role: "user", Content: "Weather and time?"},
+		{Role: "assistant", Thinking: "Two calls.", ToolCalls: []chattemplate.ToolCall{{ID: "a", Name: "get_weather", Arguments: []byte(`{}`)}, {ID: "b", Name: "get_time", Arguments: []byte(`{}`)}}},
+		{Role: "tool", ToolCallID: "a", Content: `{"sky": "sunny"}`},
+		{Role: "tool", ToolCallID: "b", Content: "14:05"},
+		{Role: "assistant", Content: "Sunny, 14:05."},
+		{Role: "user", Content: "Thanks"},
+	}}
+	want := "[user content=Weather and time?][assistant calls=2 get_weather:True:sunny get_time:False:14:05 content=Sunny, 14:05. thought=Two calls.][user content=Thanks]"
+	if got, err := chattemplate.Render(src, in); err != nil || got != want {
+		t.Errorf("older Gemma 4 template:\n got %q, %v\nwant %q", got, err, want)
+	}
+	newer := strings.Replace(src, "{#- '<|tool_call>call:' -#}", "{#- '<|tool_call>call:' -#}{#- OpenAI Chat Completions: -#}", 1)
+	if got, err := chattemplate.Render(newer, in); err != nil || !strings.Contains(got, "[tool content=14:05]") {
+		t.Errorf("newer Gemma 4 template: %q, %v; want the tool messages as sent", got, err)
+	}
+}

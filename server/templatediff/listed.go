@@ -13,8 +13,6 @@ var Listed = join(
 		{"Kimi-K2-Instruct.jinja", "parallel", toolName},
 		{"Kimi-K2-Thinking.jinja", "tool_call", toolName},
 		{"Kimi-K2-Thinking.jinja", "parallel", toolName},
-		{"google-gemma-4-31B-it-interleaved.jinja", "tool_call", gemma4Workaround},
-		{"google-gemma-4-31B-it-interleaved.jinja", "parallel", gemma4Workaround},
 		{"meetkai-functionary-medium-v3.1.jinja", "tools", markupEscape},
 		{"meetkai-functionary-medium-v3.1.jinja", "tool_call", markupEscape},
 		{"meetkai-functionary-medium-v3.1.jinja", "parallel", markupEscape},
@@ -33,9 +31,8 @@ var Listed = join(
 )
 
 const (
-	toolName         = "Tadpole names a tool result's function (name, from its tool_call_id); llama-server passes name only when the client sends it, so Kimi's template writes \"tool\""
-	gemma4Workaround = "llama-server rewrites tool results into the assistant turn for this older Gemma 4 template (workaround::convert_tool_responses_gemma4); Tadpole renders the template as written (a tool turn)"
-	markupEscape     = "jinja2's Markup: a string added to '...'|safe is HTML-escaped (&#34;), as transformers renders this template; llama.cpp's Jinja engine does not escape"
+	toolName     = "Tadpole names a tool result's function (name, from its tool_call_id); llama-server passes name only when the client sends it, so Kimi's template writes \"tool\""
+	markupEscape = "jinja2's Markup: a string added to '...'|safe is HTML-escaped (&#34;), as transformers renders this template; llama.cpp's Jinja engine does not escape"
 )
 
 // Difference is a known difference: the template file, the
