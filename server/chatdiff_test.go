@@ -159,6 +159,7 @@ var scriptedFamilies = []struct {
 	{"Cohere2MoE.jinja", testmodels.Cohere2MoE, false, "", ""},
 	{"inclusionai-ling-3.0-flash.jinja", testmodels.Ling3, false, "", ""},
 	{"openbmb-MiniCPM5-1B.jinja", testmodels.MiniCPM5, false, "", ""},
+	{"MiniMax-M3.jinja", testmodels.MiniMaxM3, false, "", ""},
 }
 
 // listedDifferences are the differences from llama-server that are

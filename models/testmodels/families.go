@@ -358,3 +358,25 @@ func DeepSeekV32(tmpl string) FamilyScript {
 		Turn1: turn1, Turn2: append([]string{"</think>"}, familyAnswer...),
 	}
 }
+
+// MiniMaxM3 is the scripted MiniMax M3 model (MiniMax-M3.jinja, its
+// default adaptive thinking): after "]~b]ai\n",
+//
+//	<mm:think>REASONING</mm:think>]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="get_weather">]<]minimax[>[<city>Paris]<]minimax[>[</city>…]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>[e~[
+//
+// (the nested object as elements, as the template's to_xml writes it)
+// and after the tool result (its "sky"), "</mm:think>" and the answer.
+func MiniMaxM3(tmpl string) FamilyScript {
+	const ns = "]<]minimax[>["
+	el := func(k, v string) string { return ns + "<" + k + ">" + v + ns + "</" + k + ">" }
+	turn1 := append(append([]string{"<mm:think>"}, familyReasoning...), "</mm:think>",
+		ns+"<tool_call>\n"+ns+`<invoke name="`+FamilyTool+`">`+el("city", "Paris")+el("unit", el("scale", "celsius")+el("precise", "true"))+ns+"<note>",
+		familyNote, ns+"</note>"+ns+"</invoke>\n"+ns+"</tool_call>", "[e~[")
+	return FamilyScript{
+		Name: "Tadpole scripted MiniMax M3 test model", Template: tmpl,
+		Specials:   []string{"]~b]", "]~!b[", "[e~["},
+		UserTokens: []string{"<mm:think>", "</mm:think>"},
+		Trigger:    "<0x0A>", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append(append([]string{"</mm:think>"}, familyAnswer...), "[e~["),
+	}
+}

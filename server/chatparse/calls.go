@@ -187,6 +187,8 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 		return p.gemma4(body)
 	case miniCPMCallBegin:
 		return p.miniCPM5(body)
+	case m3CallBegin:
+		return p.miniMaxM3(body)
 	case hy3CallsBegin:
 		return p.hy3(body)
 	case k3OpenTag("tools"):

@@ -90,12 +90,16 @@ const (
 	// MiniCPM5: <function name="NAME"><param name="KEY">VALUE</param>…</function>
 	// (minicpm5.go).
 	MiniCPM5
+	// MiniMaxM3: MiniMax M3's namespaced XML, ]<]minimax[>[<tool_call>
+	// ]<]minimax[>[<invoke name="NAME">]<]minimax[>[<KEY>VALUE…
+	// (minimaxm3.go).
+	MiniMaxM3
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3", ToolCallsTag: "tool-calls-tag", GigaChat: "gigachat", GigaChat31: "gigachat-3.1", FireFunction: "firefunction", MiniCPM5: "minicpm5",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3", ToolCallsTag: "tool-calls-tag", GigaChat: "gigachat", GigaChat31: "gigachat-3.1", FireFunction: "firefunction", MiniCPM5: "minicpm5", MiniMaxM3: "minimax-m3",
 }
 
 func (f Format) String() string {
@@ -128,6 +132,8 @@ func DetectFormat(template string) Format {
 		return KimiK3
 	case has(miniMaxCallBegin):
 		return MiniMax
+	case has(m3NS) && has("<invoke name="):
+		return MiniMaxM3
 	case has(seedCallBegin):
 		return Seed
 	case has(apertusCallsBegin):
@@ -261,6 +267,7 @@ var thinkingTags = [][2]string{
 	{gemma4Channel + "thought", gemma4ChannelEnd},         // Gemma 4
 	{"<think" + hy3Suffix, "</think" + hy3Suffix},         // Hunyuan 3
 	{k3Open + "think" + k3Sep, k3Close + "think" + k3Sep}, // Kimi K3
+	{"<mm:think>", m3ThinkEnd},                            // MiniMax M3
 }
 
 // callMarker is markup that opens a tool call: blocks end at close;
@@ -320,6 +327,8 @@ func markers(f Format) []callMarker {
 		return []callMarker{{fireFunctionCalls, ""}}
 	case MiniCPM5:
 		return []callMarker{{miniCPMCallBegin, miniCPMCallEnd}}
+	case MiniMaxM3:
+		return []callMarker{{m3CallBegin, m3CallEnd}}
 	}
 	return nil
 }
@@ -327,8 +336,11 @@ func markers(f Format) []callMarker {
 // silentMarkup is markup of format f that holds no text: it is dropped
 // from the content (Kimi K3's response section tags).
 func silentMarkup(f Format) []string {
-	if f == KimiK3 {
+	switch f {
+	case KimiK3:
 		return k3Silent
+	case MiniMaxM3:
+		return []string{m3ThinkEnd} // the bare close of a turn without reasoning
 	}
 	return nil
 }
@@ -338,7 +350,7 @@ func silentMarkup(f Format) []string {
 // JSON; so does a forced call's grammar for them). Hermes and Command-R
 // models mark their calls, and their answers may well be JSON.
 func jsonAnswers(f Format) bool {
-	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML || f == Gemma4 || f == Hy3 || f == KimiK3 || f == ToolCallsTag || f == FireFunction || f == MiniCPM5
+	return f == Generic || f == Llama3 || f == Mistral || f == FunctionTag || f == DeepSeek || f == Kimi || f == MiniMax || f == Seed || f == Apertus || f == LFM2 || f == DSML || f == Gemma4 || f == Hy3 || f == KimiK3 || f == ToolCallsTag || f == FireFunction || f == MiniCPM5 || f == MiniMaxM3
 }
 
 // Markup is the markup the parser reads for o: thinking tags, call
@@ -371,6 +383,8 @@ func Markup(o Options) []string {
 		out = append(out, gemma4Quote)
 	case KimiK3:
 		out = append(out, k3Open, k3Close, k3Sep)
+	case MiniMaxM3:
+		out = append(out, m3NS, "<tool_call>", "</tool_call>")
 	case GigaChat:
 		out = append(out, gigaMessageSep+"\n\n", gigaRoleSep+"\n")
 	case Hy3:

@@ -91,7 +91,7 @@ func TestGrammarRules(t *testing.T) {
 		{Name: "get_time", Parameters: []byte(`null`)},
 		{Name: "tree", Parameters: []byte(`{"type": "object", "properties": {"node": {"$ref": "#/definitions/node"}}, "definitions": {"node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/definitions/node"}}}}}}`)},
 	}
-	for f := Generic; f <= MiniCPM5; f++ {
+	for f := Generic; f <= MiniMaxM3; f++ {
 		for _, o := range []Options{{Format: f}, {Format: f, Thinking: true}, {Format: f, Thinking: true, StartInThinking: true}} {
 			for _, only := range []string{"", "get_time", "tree"} {
 				g, err := Grammar(o, tools, only)
@@ -106,8 +106,8 @@ func TestGrammarRules(t *testing.T) {
 
 // What each format's grammar writes, the parser reads as a call.
 func TestGrammarOutputParses(t *testing.T) {
-	for f := Generic; f <= MiniCPM5; f++ { // every format of JSON calls
-		if f > DeepSeek && f != Gemma4 && f != NemotronV2 && f != Hy3 && f != KimiK3 && f != ToolCallsTag && f != GigaChat && f != GigaChat31 && f != FireFunction && f != MiniCPM5 {
+	for f := Generic; f <= MiniMaxM3; f++ { // every format of JSON calls
+		if f > DeepSeek && f != Gemma4 && f != NemotronV2 && f != Hy3 && f != KimiK3 && f != ToolCallsTag && f != GigaChat && f != GigaChat31 && f != FireFunction && f != MiniCPM5 && f != MiniMaxM3 {
 			continue // their own tests
 		}
 		g, err := Grammar(Options{Format: f}, []Tool{{Name: "get_time"}}, "")

@@ -1,0 +1,120 @@
+package chatparse
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// MiniMax M3's calls: every tag is preceded by its namespace token,
+//
+//	]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="NAME">
+//	]<]minimax[>[<KEY>VALUE]<]minimax[>[</KEY>…]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>
+//
+// an argument's value its text, or elements of its own: an object's
+// members by name, a list's as <item> (the template's to_xml). Text is
+// JSON where it is JSON (numbers, true, false), else a string: the
+// template writes strings bare, and the parser has no schema to tell a
+// string that looks like a number from a number.
+const (
+	m3NS        = "]<]minimax[>["
+	m3CallBegin = m3NS + "<tool_call>"
+	m3CallEnd   = m3NS + "</tool_call>"
+	// M3 reasons in <mm:think>…</mm:think>; a turn without reasoning
+	// starts with a bare </mm:think>.
+	m3ThinkEnd = "</mm:think>"
+)
+
+// miniMaxM3 reads the inside of a tool_call block: its invokes.
+func (p *Parser) miniMaxM3(body string) ([]ToolCall, error) {
+	var calls []ToolCall
+	rest := strings.TrimSpace(body)
+	for rest != "" {
+		head, ok := strings.CutPrefix(rest, m3NS+`<invoke name="`)
+		if !ok {
+			return nil, fmt.Errorf("MiniMax M3 tool_call: %.40q is not an invoke", rest)
+		}
+		name, after, ok := strings.Cut(head, `">`)
+		if !ok {
+			return nil, fmt.Errorf("a MiniMax M3 invoke tag without its closing \">")
+		}
+		var b bytes.Buffer
+		after, err := m3Members(&b, after, "invoke", false)
+		if err != nil {
+			return nil, fmt.Errorf("call of %q: %v", name, err)
+		}
+		c, err := p.call(name, b.Bytes())
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, c)
+		rest = strings.TrimSpace(after)
+	}
+	if len(calls) == 0 {
+		return nil, fmt.Errorf("an empty MiniMax M3 tool_call block")
+	}
+	return calls, nil
+}
+
+// m3Members writes the elements of s up to the close of element parent
+// as a JSON object (a list when items), and returns the text after the
+// close.
+func m3Members(b *bytes.Buffer, s, parent string, items bool) (string, error) {
+	closing := m3NS + "</" + parent + ">"
+	open, end := byte('{'), byte('}')
+	if items {
+		open, end = '[', ']'
+	}
+	b.WriteByte(open)
+	for n := 0; ; n++ {
+		s = strings.TrimLeft(s, " \t\r\n")
+		if rest, ok := strings.CutPrefix(s, closing); ok {
+			b.WriteByte(end)
+			return rest, nil
+		}
+		tag, ok := strings.CutPrefix(s, m3NS+"<")
+		if !ok || strings.HasPrefix(tag, "/") {
+			return "", fmt.Errorf("%.40q is neither an element nor the close of %s", s, parent)
+		}
+		name, after, ok := strings.Cut(tag, ">")
+		if !ok || name == "" {
+			return "", fmt.Errorf("an element tag without its >")
+		}
+		if items && name != "item" {
+			return "", fmt.Errorf("a list element %q that is not an item", name)
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		if !items {
+			b.Write(jsonString(name))
+			b.WriteByte(':')
+		}
+		var err error
+		if s, err = m3Value(b, after, name); err != nil {
+			return "", err
+		}
+	}
+}
+
+// m3Value writes the value of element name, whose text starts s, and
+// returns the text after its close.
+func m3Value(b *bytes.Buffer, s, name string) (string, error) {
+	closing := m3NS + "</" + name + ">"
+	if t := strings.TrimLeft(s, " \t\r\n"); strings.HasPrefix(t, m3NS+"<") && !strings.HasPrefix(t, closing) {
+		// Elements: an object's members, or a list's items.
+		items := strings.HasPrefix(t, m3NS+"<item>")
+		return m3Members(b, t, name, items)
+	}
+	text, rest, ok := strings.Cut(s, closing)
+	if !ok {
+		return "", fmt.Errorf("element %q without its close", name)
+	}
+	if v := strings.TrimSpace(text); v != "" && v[0] != '"' && json.Valid([]byte(v)) {
+		b.WriteString(v)
+	} else {
+		b.Write(jsonString(text))
+	}
+	return rest, nil
+}
