@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,15 +89,18 @@ func logTail(s string, n int) string {
 	return s
 }
 
-// scriptedFamilies are the families with a scripted model: the template
-// file of the engine's llama.cpp tree and the script.
-var scriptedFamilies = []struct {
+// scriptedFamily is a family with a scripted model: the template file
+// of the engine's llama.cpp tree and the script.
+type scriptedFamily struct {
 	template    string
 	script      func(tmpl string) testmodels.FamilyScript
 	noReasoning bool   // the family's model writes no reasoning
 	kwargs      string // chat_template_kwargs both servers get (thinking on where a template's default is off)
 	callID      string // the call's id in the second request ("" is call_1; Mistral's templates need nine alphanumerics)
-}{
+}
+
+// scriptedFamilies are the differential's families.
+var scriptedFamilies = []scriptedFamily{
 	{"openai-gpt-oss-120b.jinja", testmodels.GptOss, false, "", ""},
 	{"Qwen-Qwen3-0.6B.jinja", testmodels.Qwen3, false, "", ""},
 	{"Qwen3.5-4B.jinja", testmodels.Qwen35, false, "", ""},
@@ -243,88 +248,106 @@ func TestChatParseDifferential(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	type row struct {
-		family, cell, verdict string
-	}
-	var rows []row
-	counts := map[string][2]int{} // family → equal, different
+	// The families run a few at a time (each its own llama-server and
+	// Tadpole server, on loopback ports of their own); the log keeps
+	// scriptedFamilies' order.
 	results := map[string]*familyResult{}
 	for _, f := range scriptedFamilies {
-		t.Run(f.template, func(t *testing.T) {
-			res := &familyResult{noReasoning: f.noReasoning}
-			results[f.template] = res
-			ts, path := startFamilyServer(t, f.script(familyTemplate(t, f.template)))
-			ls := runLlamaServer(t, bin, path)
-			reqs := openAIFamilyRequests("family")
-			if f.callID != "" {
-				reqs[1] = strings.ReplaceAll(reqs[1], `"call_1"`, `"`+f.callID+`"`)
-			}
-			if f.kwargs != "" {
-				for i := range reqs {
-					reqs[i] = strings.TrimSuffix(reqs[i], "}") + `, "chat_template_kwargs": ` + f.kwargs + `}`
-				}
-			}
-			for turn := range 2 {
-				for si, stream := range []bool{false, true} {
-					cell := fmt.Sprintf("turn%d/stream=%v", turn+1, stream)
-					want, werr := openAIChat(t, ls, reqs[turn], stream)
-					got, gerr := openAIChat(t, ts.URL, reqs[turn], stream)
-					if gerr != nil {
-						t.Errorf("%s: tadpole: %v", cell, gerr)
-						res.failed = true
-						continue
-					}
-					res.tadpole[turn][si] = got
-					res.llama[turn][si], res.llamaErr[turn][si] = want, werr != nil
-					c := counts[f.template]
-					verdict := "equal"
-					d := want.diff(got)
-					if werr != nil {
-						d = "llama-server failed: " + werr.Error()
-					}
-					if d != "" {
-						c[1]++
-						verdict = d
-						if werr == nil {
-							verdict = "tadpole " + d
-						}
-						if reason, ok := listedDifferences[fmt.Sprintf("%s/turn%d", f.template, turn+1)]; ok {
-							verdict += " (listed: " + reason + ")"
-							res.listed[turn] = true
-						} else {
-							t.Errorf("%s: tadpole differs from llama-server: %s\nllama-server: %s\ntadpole:      %s", cell, d, want, got)
-							res.failed = true
-						}
-					} else {
-						c[0]++
-					}
-					counts[f.template] = c
-					script := familyTurns[turn]
-					if f.noReasoning {
-						script.Reasoning = ""
-					}
-					if d := script.diff(want); d != "" {
-						verdict += "; llama-server vs the script: " + d
-					}
-					rows = append(rows, row{f.template, cell, verdict})
-				}
-			}
-		})
+		results[f.template] = &familyResult{noReasoning: f.noReasoning}
 	}
+	sem := make(chan struct{}, min(8, max(2, runtime.NumCPU()/2)))
+	var wg sync.WaitGroup
+	for _, f := range scriptedFamilies {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			t.Run(f.template, func(t *testing.T) {
+				runFamily(t, bin, f, results[f.template])
+			})
+		}()
+	}
+	wg.Wait()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-34s | %-18s | %s\n", "family (template)", "request", "tadpole vs llama-server")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "%-34s | %-18s | %s\n", r.family, r.cell, r.verdict)
+	for _, f := range scriptedFamilies {
+		for _, r := range results[f.template].rows {
+			fmt.Fprintf(&b, "%-34s | %-18s | %s\n", f.template, r[0], r[1])
+		}
 	}
 	b.WriteString("counts (equal / different):\n")
 	for _, f := range scriptedFamilies {
-		fmt.Fprintf(&b, "  %-34s %d / %d\n", f.template, counts[f.template][0], counts[f.template][1])
+		c := results[f.template].counts
+		fmt.Fprintf(&b, "  %-34s %d / %d\n", f.template, c[0], c[1])
 	}
 	t.Logf("parsing differential against llama-server (%s):\n%s", bin, b.String())
 	if table, err := familyTable(filepath.Join(llamaSource(), "models", "templates"), results); err != nil {
 		t.Error(err)
 	} else {
 		t.Logf("family table (issue 35), every template of the engine's llama.cpp tree:\n%s", table)
+	}
+}
+
+// runFamily is one family's row of the differential: its scripted
+// model in llama-server and in Tadpole, the two requests streamed and
+// not, the answers compared into res.
+func runFamily(t *testing.T, bin string, f scriptedFamily, res *familyResult) {
+	res.ran = true
+	ts, path := startFamilyServer(t, f.script(familyTemplate(t, f.template)))
+	ls := runLlamaServer(t, bin, path)
+	reqs := openAIFamilyRequests("family")
+	if f.callID != "" {
+		reqs[1] = strings.ReplaceAll(reqs[1], `"call_1"`, `"`+f.callID+`"`)
+	}
+	if f.kwargs != "" {
+		for i := range reqs {
+			reqs[i] = strings.TrimSuffix(reqs[i], "}") + `, "chat_template_kwargs": ` + f.kwargs + `}`
+		}
+	}
+	for turn := range 2 {
+		for si, stream := range []bool{false, true} {
+			cell := fmt.Sprintf("turn%d/stream=%v", turn+1, stream)
+			want, werr := openAIChat(t, ls, reqs[turn], stream)
+			got, gerr := openAIChat(t, ts.URL, reqs[turn], stream)
+			if gerr != nil {
+				t.Errorf("%s: tadpole: %v", cell, gerr)
+				res.failed = true
+				continue
+			}
+			res.tadpole[turn][si] = got
+			res.llama[turn][si], res.llamaErr[turn][si] = want, werr != nil
+			c := res.counts
+			verdict := "equal"
+			d := want.diff(got)
+			if werr != nil {
+				d = "llama-server failed: " + werr.Error()
+			}
+			if d != "" {
+				c[1]++
+				verdict = d
+				if werr == nil {
+					verdict = "tadpole " + d
+				}
+				if reason, ok := listedDifferences[fmt.Sprintf("%s/turn%d", f.template, turn+1)]; ok {
+					verdict += " (listed: " + reason + ")"
+					res.listed[turn] = true
+				} else {
+					t.Errorf("%s: tadpole differs from llama-server: %s\nllama-server: %s\ntadpole:      %s", cell, d, want, got)
+					res.failed = true
+				}
+			} else {
+				c[0]++
+			}
+			res.counts = c
+			script := familyTurns[turn]
+			if f.noReasoning {
+				script.Reasoning = ""
+			}
+			if d := script.diff(want); d != "" {
+				verdict += "; llama-server vs the script: " + d
+			}
+			res.rows = append(res.rows, [2]string{cell, verdict})
+		}
 	}
 }
 
@@ -336,8 +359,11 @@ type familyResult struct {
 	llama       [2][2]familyAnswer // llama-server's answers
 	llamaErr    [2][2]bool         // llama-server failed
 	listed      [2]bool
-	failed      bool // an unlisted difference or an error
-	noReasoning bool // the scripted model writes no reasoning
+	failed      bool        // an unlisted difference or an error
+	noReasoning bool        // the scripted model writes no reasoning
+	ran         bool        // its subtest ran (-run may leave it out)
+	rows        [][2]string // request, verdict
+	counts      [2]int      // requests equal, different
 }
 
 // familyTable is the markdown table of issue 35's closing note: for
@@ -388,6 +414,8 @@ func familyTable(dir string, results map[string]*familyResult) (string, error) {
 		case !hasTools && !hasReasoning:
 			cells = append(cells, "n/a: no reasoning or tools in template", "n/a: no reasoning or tools in template",
 				"n/a: no tools in template", "n/a: no reasoning or tools in template", "n/a")
+		case r != nil && !r.ran:
+			cells = append(cells, "not run this time (-run)", "not run this time (-run)", forcedCall(tmpl, hasTools), "not run this time (-run)", "not run this time (-run)")
 		case r == nil:
 			reason, tool := "not in the differential yet", "not in the differential yet"
 			if !hasReasoning {
