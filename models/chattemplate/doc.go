@@ -47,7 +47,9 @@
 // a string joined ("+" or "~") with None or an undefined value is the
 // string (firefunction v2 adds an undefined `functions`), and an
 // attribute or item of an undefined value is undefined (Command R+'s
-// template reads additionalProperties of every object parameter).
+// template reads additionalProperties of every object parameter). The
+// older Gemma 4 templates get tool results folded into the assistant
+// turn that called them (tool_responses), as llama-server passes them.
 // Input.StringArguments gives tool call arguments as their JSON text, as
 // llama-server does for templates that do not read them as an object.
 //

@@ -11,13 +11,27 @@
 // ">>>name\n{…}" blocks, functionary v3.1 / Llama 3.1
 // "<function=name>{…}</function>", Command-R7B
 // "<|START_ACTION|>[…]<|END_ACTION|>", Command-R+ "Action: ```json […]```",
-// granite "<|tool_call|>[…]", DeepSeek "<｜tool▁calls▁begin｜>…", and, for
-// any model, an answer that starts with a call object ({"name",
-// "arguments"|"parameters"}, an array of them, or {"tool_calls": […]}).
+// granite "<|tool_call|>[…]", DeepSeek "<｜tool▁calls▁begin｜>…" (V3.2
+// and V4: DSML invokes), gpt-oss's harmony channels, Kimi K2's sections
+// and Kimi K3's tagged sections (<|open|>tools<|sep|>…), MiniMax M2's
+// and M3's invokes, Seed-OSS, Apertus, LFM2's Python calls, Gemma 4's
+// "<|tool_call>call:NAME{key:<|"|>…<|"|>}<tool_call|>", Nemotron Nano 2's
+// "<TOOLCALL>[…]", Hunyuan 3's ":opensource" tags, "<tool_calls>…"
+// (Apriel, MiniMax M1), GigaChat 3's call message and 3.1's
+// "<|function_call|>", firefunction's " functools[…]", MiniCPM5's
+// "<function name=…><param name=…>", GLM's <arg_key>/<arg_value>
+// (GLM, Laguna, Spark, Ling), and, for any model, an answer that starts
+// with a call object ({"name", "arguments"|"parameters"}, an array of
+// them, or {"tool_calls": […]}). Issue 35's parse differential
+// (server's TestChatParseDifferential) holds each against llama-server
+// with a scripted model of its family.
 // Text after the calls of the open-ended formats is content. Thinking
 // comes between "<think>" and "</think>" or an equivalent pair
 // ("[THINK]…[/THINK]", "<|START_THINKING|>…<|END_THINKING|>",
-// "<thinking>…</thinking>"); whether to show it is the caller's choice.
+// "<thinking>…</thinking>", Gemma 4's "<|channel>thought…<channel|>",
+// Kimi K3's think section, MiniMax M3's "<mm:think>…</mm:think>"); whether
+// to show it is the caller's choice. [OpensThinking] tells whether a
+// rendered prompt ends inside a thinking block (Options.StartInThinking).
 //
 // The [Parser] is streaming-safe: text that might still turn into markup
 // (a marker's prefix, a JSON answer that may be a call, whitespace next
