@@ -296,6 +296,12 @@ func runFamily(t *testing.T, bin string, f scriptedFamily, res *familyResult) {
 	ts, path := startFamilyServer(t, f.script(familyTemplate(t, f.template)))
 	ls := runLlamaServer(t, bin, path)
 	reqs := openAIFamilyRequests("family")
+	for i := range reqs {
+		// The scripts' turns are under 50 tokens; a model that leaves its
+		// script (Seed-OSS and Mistral Small 3.2 under llama-server's
+		// grammar, listed) then writes 96, not 200.
+		reqs[i] = strings.Replace(reqs[i], `"max_tokens": 200`, `"max_tokens": 96`, 1)
+	}
 	if f.callID != "" {
 		reqs[1] = strings.ReplaceAll(reqs[1], `"call_1"`, `"`+f.callID+`"`)
 	}
