@@ -437,13 +437,13 @@ func familyTable(dir string, results map[string]*familyResult) (string, error) {
 			if hasReasoning {
 				reason = "n/a: the scripted model writes none"
 				if !r.noReasoning {
-					reason = "NO: " + fmt.Sprintf("%q", turn1[0].Reasoning)
+					reason = "NO: " + short(fmt.Sprintf("%q", turn1[0].Reasoning)) + ", " + vs(r, 0, sameReasoning)
 					if turn1[0].Reasoning == testmodels.FamilyReasoning && turn1[1].Reasoning == testmodels.FamilyReasoning {
 						reason = "yes, " + vs(r, 0, sameReasoning)
 					}
 				}
 			}
-			tool := "NO: " + turn1[0].String()
+			tool := "NO: " + short(turn1[0].String()) + ", " + vs(r, 0, sameCalls)
 			want := familyAnswer{Calls: familyTurns[0].Calls}
 			if d0, d1 := want.diff(familyAnswer{Calls: turn1[0].Calls}), want.diff(familyAnswer{Calls: turn1[1].Calls}); d0 == "" && d1 == "" {
 				tool = "yes, " + vs(r, 0, sameCalls)
@@ -454,7 +454,7 @@ func familyTable(dir string, results map[string]*familyResult) (string, error) {
 					streamed = fmt.Sprintf("NO (turn %d: %s)", turn+1, d)
 				}
 			}
-			after := "NO: " + r.tadpole[1][0].String()
+			after := "NO: " + short(r.tadpole[1][0].String()) + ", " + vs(r, 1, sameAll)
 			if d := familyTurns[1].diff(r.tadpole[1][0]); d == "" {
 				after = "yes, " + vs(r, 1, sameAll)
 			} else if r.listed[1] {
@@ -466,11 +466,19 @@ func familyTable(dir string, results map[string]*familyResult) (string, error) {
 			cells = append(cells, reason, tool, forcedCall(tmpl, hasTools), streamed, after)
 		}
 		for i := range cells {
-			cells[i] = strings.ReplaceAll(cells[i], "|", "\\|")
+			cells[i] = strings.NewReplacer("|", "\\|", "\n", `\n`).Replace(cells[i])
 		}
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
 	return b.String(), nil
+}
+
+// short cuts a table cell's quote of an answer to 100 bytes.
+func short(s string) string {
+	if len(s) > 100 {
+		return strings.ToValidUTF8(s[:100], "") + "…"
+	}
+	return s
 }
 
 // templateHasTools tells whether a template renders tools or calls.
@@ -522,7 +530,7 @@ func forcedCall(tmpl string, hasTools bool) string {
 	}
 	auto := "auto: free"
 	if trig := chatparse.CallTrigger(f, chatparse.XMLCalls(tmpl)); trig != "" {
-		auto = fmt.Sprintf("auto: lazy grammar from %s", trig)
+		auto = fmt.Sprintf("auto: lazy grammar from %q where the vocabulary holds it as one token", trig)
 	}
 	return fmt.Sprintf("%s: grammar forces %s; %s", f, how, auto)
 }
