@@ -88,9 +88,9 @@ func TestStoreConcurrentName(t *testing.T) {
 }
 
 // A name whose file goes between resolving it and reading it (a delete
-// racing the show; here the weights removed by hand) is a 404 for
-// /api/show, as if the show had come after the delete, and no answer
-// shows a server path.
+// racing the show or the load; here the weights removed by hand) is a
+// 404 for /api/show and /api/generate, as if the request had come after
+// the delete, and no answer shows a server path.
 func TestShowOfVanishedFile(t *testing.T) {
 	dir := testModels(t, "bigram")
 	ts := serveConfig(t, Config{ModelsDir: dir, Sched: testSched(1, 256)})
@@ -116,5 +116,12 @@ func TestShowOfVanishedFile(t *testing.T) {
 	code, _, b := do(t, "POST", ts.URL+"/api/show", "", `{"model":"w"}`)
 	if code != http.StatusNotFound || strings.Contains(string(b), dir) {
 		t.Fatalf("show: %d %s, want a 404 without the path", code, b)
+	}
+	// The same for a generation, whose load finds no file (a delete
+	// racing it, as TestStoreConcurrentName found once in CI): 404, not
+	// a 500 about the missing blob.
+	code, _, b = do(t, "POST", ts.URL+"/api/generate", "", `{"model":"w","prompt":"Hi","stream":false}`)
+	if code != http.StatusNotFound || strings.Contains(string(b), dir) {
+		t.Fatalf("generate: %d %s, want a 404 without the path", code, b)
 	}
 }

@@ -15,7 +15,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -269,6 +271,11 @@ func (s *Service) Acquire(ctx context.Context, model string, opts ollamaapi.Opti
 		var ae *engine.ArchitectureError
 		if errors.As(err, &ae) {
 			return nil, Errorf(BadRequest, "model %q cannot be loaded: %v", model, ae)
+		}
+		if _, serr := os.Stat(entry.Path); errors.Is(serr, fs.ErrNotExist) {
+			// Deleted (or replaced) between resolving the name and
+			// loading its file: as if the request had come after.
+			return nil, Errorf(NotFound, "model %q not found, try pulling it first", model)
 		}
 		return nil, Errorf(LoadFailed, "model %q cannot be loaded: %v", model, err)
 	}
