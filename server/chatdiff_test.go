@@ -513,7 +513,7 @@ func forcedCall(tmpl string, hasTools bool) string {
 		return fmt.Sprintf("%s: no grammar (%v)", f, err)
 	}
 	root, _, _ := strings.Cut(g, "\n")
-	root = strings.TrimPrefix(root, "root ::= ")
+	root = strings.TrimLeft(strings.TrimPrefix(root, "root ::= "), "( ") // (one branch per function: the first)
 	how := "a bare JSON call object, not the family's markup"
 	if strings.HasPrefix(root, `"`) {
 		// (the literal the call starts with; then a JSON object or list)
