@@ -530,7 +530,7 @@ func (r *Runner) admit() {
 			return
 		}
 		q := r.waiting[0]
-		best := r.pick(q)
+		best := r.pick(q, len(r.waiting))
 		if best == nil {
 			r.mu.Unlock()
 			return
@@ -559,15 +559,21 @@ func (r *Runner) admit() {
 // on the even slots of 16 decode at 136-141 ms a step, on slots 0-7 at
 // 52-56 ms.) A run broken by a request that ends stays broken until a
 // new one fills the gap. With one unified KV buffer any set of slots
-// decodes together, and pick takes the longest prefix.
-func (r *Runner) pick(q *request) *slot {
+// decodes together, and pick takes the longest prefix; so it does when
+// the requests waiting (q and the waiting behind it) fill every free
+// slot: all slots are busy then, one run whatever the placement, and
+// only the prefixes matter (16 streams arriving together went to slots
+// that held other prompts, and prefilled them whole).
+func (r *Runner) pick(q *request, waiting int) *slot {
 	var reuse, compact *slot
 	reuseN, reuseRank, compactN, compactRank := -1, 0, 0, -1
 	busy := func(i int) bool { return i >= 0 && i < len(r.slots) && r.slots[i].req != nil }
+	free := 0
 	for i, s := range r.slots {
 		if s.req != nil {
 			continue
 		}
+		free++
 		n := s.reusable(q)
 		rank := 0
 		if busy(i - 1) {
@@ -584,7 +590,7 @@ func (r *Runner) pick(q *request) *slot {
 		}
 	}
 	switch {
-	case r.cfg.KVUnified || reuse == nil || reuseN-compactN >= MinCachedPrompt:
+	case r.cfg.KVUnified || reuse == nil || reuseN-compactN >= MinCachedPrompt || waiting >= free:
 		return reuse
 	case reuseRank > 0 && reuseN-compactN >= (len(q.prompt)+1)/2:
 		return reuse

@@ -547,6 +547,7 @@ func TestPickKeepsSlotsTogether(t *testing.T) {
 		{"a short prompt barely held next to a run", "bb.b....", 4, -2, false, 2},
 		{"of two slots next to runs, the one holding the prompt", "bb..b...", 5, 1, false, 5},
 		{"all busy", "bbbb", -1, 0, false, -1},
+		{"the waiting fill every slot: the slot that holds the prompt", "bb......", 6, -20, false, 6},
 	} {
 		r := &Runner{cfg: Config{KVUnified: c.unified}}
 		q := &request{prompt: long}
@@ -565,7 +566,11 @@ func TestPickKeepsSlotsTogether(t *testing.T) {
 			r.slots = append(r.slots, s)
 		}
 		got := -1
-		if s := r.pick(q); s != nil {
+		waiting := 1
+		if strings.HasPrefix(c.name, "the waiting fill") {
+			waiting = strings.Count(c.busy, ".")
+		}
+		if s := r.pick(q, waiting); s != nil {
 			got = s.id
 		}
 		if got != c.want {
