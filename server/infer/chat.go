@@ -208,9 +208,12 @@ func foldSystem(msgs []Message) []Message {
 // thinking when the template knows thinking tags.
 func outputOptions(req *Request, tmpl, prompt string) chatparse.Options {
 	var o chatparse.Options
-	// Harmony's channels hold the thinking and the answer, so its
-	// parser runs with tools or without.
-	if f := chatparse.DetectFormat(tmpl); f == chatparse.Harmony {
+	// Harmony's channels hold the thinking and the answer, and Kimi K3's
+	// and MiniMax M3's answers carry markup that is no text (section
+	// tags, a bare close of the thinking), so their parsers run with
+	// tools or without.
+	switch f := chatparse.DetectFormat(tmpl); f {
+	case chatparse.Harmony, chatparse.KimiK3, chatparse.MiniMaxM3:
 		o.Format = f
 	}
 	if len(req.Tools) > 0 && req.ToolChoice != "none" {
@@ -224,13 +227,9 @@ func outputOptions(req *Request, tmpl, prompt string) chatparse.Options {
 		o.ThinkingEnd = chatparse.ThinkingEnd(tmpl)
 		o.DropThinking = req.Think != nil && !*req.Think
 		// A generation prompt that opens the thinking block (DeepSeek R1,
-		// QwQ): the output starts inside it.
-		p := strings.TrimRight(prompt, " \n")
-		for _, open := range []string{"<think>", "[THINK]", "<|START_THINKING|>"} {
-			if strings.HasSuffix(p, open) {
-				o.StartInThinking = true
-			}
-		}
+		// QwQ, Hunyuan 3 at a high effort, Kimi K3 thinking, …): the
+		// output starts inside it.
+		o.StartInThinking = chatparse.OpensThinking(prompt)
 	}
 	return o
 }
