@@ -450,17 +450,18 @@ func (p *Parser) functionary(text string) ([]ToolCall, string, error) {
 	return calls, content.String(), nil
 }
 
-const idChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-
-// newCallID is an OpenAI-style call id: "call_" and 24 random
-// alphanumerics.
-func newCallID() string {
+// NewID is prefix and 24 random letters and digits, the shape of
+// OpenAI's and Anthropic's ids ("call_…", "chatcmpl-…", "resp_…",
+// "toolu_…"): the parser names calls with it, and the dialects their
+// answers (dialect.NewID).
+func NewID(prefix string) string {
+	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 	b := make([]byte, 24)
-	rand.Read(b)
+	_, _ = rand.Read(b)
 	for i := range b {
-		b[i] = idChars[int(b[i])%len(idChars)]
+		b[i] = chars[int(b[i])%len(chars)]
 	}
-	return "call_" + string(b)
+	return prefix + string(b)
 }
 
 // glm reads GLM 4.5-4.7's call, the inside of <tool_call>…</tool_call>:

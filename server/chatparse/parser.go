@@ -393,7 +393,7 @@ func (p *Parser) emitCalls(d *Delta, calls []ToolCall) {
 	p.lead = ""
 	for _, c := range calls {
 		if c.ID == "" {
-			c.ID = newCallID()
+			c.ID = NewID("call_")
 		}
 		c.Index = p.calls
 		p.calls++

@@ -1,11 +1,11 @@
 package dialect
 
 import (
-	"crypto/rand"
 	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"github.com/tadpole-llm/tadpole/server/chatparse"
 )
 
 // Route adds a route to g and answers its other methods with 405 and an
@@ -31,16 +31,9 @@ func MethodNotAllowed(allow string) echo.HandlerFunc {
 }
 
 // NewID is prefix and 24 random letters and digits, the shape of OpenAI's
-// and Anthropic's ids ("chatcmpl-…", "resp_…", "msg_…", "toolu_…").
-func NewID(prefix string) string {
-	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	b := make([]byte, 24)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = chars[int(b[i])%len(chars)]
-	}
-	return prefix + string(b)
-}
+// and Anthropic's ids ("chatcmpl-…", "resp_…", "msg_…", "toolu_…"): the
+// parser's, which names tool calls the same way.
+var NewID = chatparse.NewID
 
 // GenerationError is a failure after a generation started (the model's
 // decode failed): a 500 that says so.
