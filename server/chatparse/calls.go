@@ -306,30 +306,14 @@ func jsonString(s string) []byte {
 // <｜tool▁call▁end｜>, "function<｜tool▁sep｜>name\n```json\n{…}\n```"
 // (R1) or "name<｜tool▁sep｜>{…}" (V3.1).
 func (p *Parser) deepSeek(body string) ([]ToolCall, error) {
-	parts, err := callParts(body, deepSeekCallBegin, deepSeekCallEnd, "DeepSeek")
-	if err != nil {
-		return nil, err
-	}
-	var calls []ToolCall
-	for _, part := range parts {
-		name, args, ok := strings.Cut(part, deepSeekSep)
-		if !ok {
-			return nil, fmt.Errorf("a DeepSeek call without a separator")
-		}
+	return p.sectionCalls(body, deepSeekCallBegin, deepSeekCallEnd, deepSeekSep, "DeepSeek", func(name, args string) ([]ToolCall, error) {
 		if name == "function" {
 			name, args, _ = strings.Cut(args, "\n")
 			args = unfence(args)
 		}
 		c, err := p.call(name, json.RawMessage(args))
-		if err != nil {
-			return nil, err
-		}
-		calls = append(calls, c)
-	}
-	if len(calls) == 0 {
-		return nil, fmt.Errorf("no call between the DeepSeek markers")
-	}
-	return calls, nil
+		return []ToolCall{c}, err
+	})
 }
 
 // parseRest parses the output from an open-ended marker to the end
@@ -531,56 +515,23 @@ func (p *Parser) argTags(body string, t argTags) ([]ToolCall, error) {
 // <arg_key:opensource>/<arg_value:opensource> pairs, up to
 // "</tool_call:opensource>".
 func (p *Parser) hy3(body string) ([]ToolCall, error) {
-	parts, err := callParts(body, hy3CallBegin, hy3CallEnd, "Hy3")
-	if err != nil {
-		return nil, err
-	}
-	var calls []ToolCall
-	for _, part := range parts {
-		name, args, ok := strings.Cut(part, hy3Sep)
-		if !ok {
-			return nil, fmt.Errorf("a Hy3 call without %s", hy3Sep)
-		}
-		cs, err := p.argTags(strings.TrimSpace(name)+" "+strings.TrimSpace(args), hy3Tags)
-		if err != nil {
-			return nil, err
-		}
-		calls = append(calls, cs...)
-	}
-	if len(calls) == 0 {
-		return nil, fmt.Errorf("an empty Hy3 tool-calls block")
-	}
-	return calls, nil
+	return p.sectionCalls(body, hy3CallBegin, hy3CallEnd, hy3Sep, "Hy3", func(name, args string) ([]ToolCall, error) {
+		return p.argTags(strings.TrimSpace(name)+" "+strings.TrimSpace(args), hy3Tags)
+	})
 }
 
 // kimi reads Kimi K2's calls, the inside of its tool-calls section: each
 // "<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{…}
 // <|tool_call_end|>".
 func (p *Parser) kimi(body string) ([]ToolCall, error) {
-	parts, err := callParts(body, kimiCallBegin, kimiCallEnd, "Kimi")
-	if err != nil {
-		return nil, err
-	}
-	var calls []ToolCall
-	for _, part := range parts {
-		id, args, ok := strings.Cut(part, kimiArgsBegin)
-		if !ok {
-			return nil, fmt.Errorf("a Kimi call without its arguments")
-		}
+	return p.sectionCalls(body, kimiCallBegin, kimiCallEnd, kimiArgsBegin, "Kimi", func(id, args string) ([]ToolCall, error) {
 		name := strings.TrimPrefix(strings.TrimSpace(id), "functions.")
 		if i := strings.LastIndexByte(name, ':'); i >= 0 {
 			name = name[:i]
 		}
 		c, err := p.call(name, json.RawMessage(args))
-		if err != nil {
-			return nil, err
-		}
-		calls = append(calls, c)
-	}
-	if len(calls) == 0 {
-		return nil, fmt.Errorf("no call in the Kimi tool-calls section")
-	}
-	return calls, nil
+		return []ToolCall{c}, err
+	})
 }
 
 // miniMax reads MiniMax M2's calls, the inside of <minimax:tool_call>:
@@ -690,6 +641,34 @@ func (p *Parser) apertus(body string) ([]ToolCall, error) {
 	}
 	if len(calls) == 0 {
 		return nil, fmt.Errorf("no call in the Apertus block")
+	}
+	return calls, nil
+}
+
+// sectionCalls reads the calls of a tool-call section whose calls each
+// stand between begin and end (callParts), their head (the name, with
+// whatever the family writes around it) and arguments split at sep:
+// read turns each into calls. A call without sep, or a section without
+// a call, is an error naming the family.
+func (p *Parser) sectionCalls(body, begin, end, sep, family string, read func(head, args string) ([]ToolCall, error)) ([]ToolCall, error) {
+	parts, err := callParts(body, begin, end, family)
+	if err != nil {
+		return nil, err
+	}
+	var calls []ToolCall
+	for _, part := range parts {
+		head, args, ok := strings.Cut(part, sep)
+		if !ok {
+			return nil, fmt.Errorf("a %s call without %s", family, sep)
+		}
+		cs, err := read(head, args)
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, cs...)
+	}
+	if len(calls) == 0 {
+		return nil, fmt.Errorf("no call in the %s tool-calls section", family)
 	}
 	return calls, nil
 }
