@@ -198,3 +198,42 @@ func TestLazyCallsInFamilyMarkup(t *testing.T) {
 		t.Errorf("Kimi's lazy grammar takes no call index:\n%s", g)
 	}
 }
+
+// Tool names are the client's (Ollama's tools are not held to OpenAI's
+// name pattern): the worst of them (quotes, backslashes, newlines, a NUL,
+// invalid UTF-8, a 10,000-byte name) in the family-markup grammars,
+// forced and lazy, are literals llama.cpp's grammar parser takes, not an
+// abort.
+func TestFamilyMarkupGrammarsTakeAnyName(t *testing.T) {
+	m, err := engine.LoadModel(testmodels.Testdata("stories260K.gguf"), engine.ModelParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	var tools []chatparse.Tool
+	for _, n := range []string{`a"b`, `c\d`, "e\nf\r\t", "g\x00h", "i\xffj", strings.Repeat("k", 10000), "<|tool_call_end|>", "]]"} {
+		tools = append(tools, chatparse.Tool{Name: n})
+	}
+	for _, f := range []chatparse.Format{chatparse.Kimi, chatparse.DeepSeek, chatparse.FunctionTag, chatparse.Apertus} {
+		for _, o := range []chatparse.Options{{Format: f}, {Format: f, FencedCalls: true, Thinking: true}} {
+			grammars := map[string]string{}
+			g, err := chatparse.Grammar(o, tools, "")
+			if err != nil {
+				t.Fatalf("%v forced: %v", f, err)
+			}
+			grammars["forced"] = g
+			if chatparse.CallTrigger(f, false) != "" {
+				if grammars["lazy"], err = chatparse.LazyGrammar(o, tools, "<[7]>"); err != nil {
+					t.Fatalf("%v lazy: %v", f, err)
+				}
+			}
+			for kind, g := range grammars {
+				s, err := m.NewSampler(engine.SamplerParams{Grammar: g, Temperature: 0.8})
+				if err != nil {
+					t.Fatalf("%v %s: llama.cpp refuses the grammar: %v", f, kind, err)
+				}
+				s.Close()
+			}
+		}
+	}
+}
