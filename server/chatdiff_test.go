@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tadpole-llm/tadpole/internal/testkit"
+
 	"github.com/tadpole-llm/tadpole/models/testmodels"
 	"github.com/tadpole-llm/tadpole/server/chatparse"
 	"github.com/tadpole-llm/tadpole/server/templatediff"
@@ -240,6 +242,7 @@ var listedDifferences = map[string]string{
 // At the end it logs the family table of every template of the engine's
 // tree (familyTable).
 func TestChatParseDifferential(t *testing.T) {
+	testkit.Full(t, "llama-server side by side")
 	bin := llamaServerBin(t)
 	if llamaSource() == "" {
 		msg := "no llama.cpp source tree with models/templates (LLAMA_CPP_SRC)"
