@@ -46,11 +46,13 @@ func FromSchemaBetween(schema []byte, prefix, suffix string) (string, error) {
 // Schema, between the literal Prefix and Suffix. Between, when set, is
 // GBNF written as it is after the prefix, before the value (e.g. an
 // index and a separator: `[0-9]{1,3} "<sep>"`): the caller's, built of
-// literals and character classes only.
+// literals and character classes only. Fields, when set, writes the
+// value (an object) as key-value fields in markup instead of JSON.
 type Branch struct {
 	Prefix  string
 	Between string
 	Schema  json.RawMessage
+	Fields  *Fields
 	Suffix  string
 }
 
@@ -86,7 +88,12 @@ func FromBranches(defs map[string]map[string]json.RawMessage, branches []Branch)
 	c.rules.taken["root"] = true
 	alts := make([]string, len(branches))
 	for i, b := range branches {
-		value, err := c.ref(fmt.Sprintf("#/branch-%d", i), nil)
+		var value string
+		if b.Fields != nil {
+			value, err = c.fieldsValue(b.Fields, b.Schema)
+		} else {
+			value, err = c.ref(fmt.Sprintf("#/branch-%d", i), nil)
+		}
 		if err != nil {
 			return "", fmt.Errorf("JSON schema of branch %d: %w", i, err)
 		}
@@ -97,7 +104,9 @@ func FromBranches(defs map[string]map[string]json.RawMessage, branches []Branch)
 		if b.Between != "" {
 			parts = append(parts, "("+b.Between+")")
 		}
-		parts = append(parts, value)
+		if value != "" {
+			parts = append(parts, value)
+		}
 		if b.Suffix != "" {
 			parts = append(parts, literal(b.Suffix))
 		}
