@@ -511,7 +511,9 @@ func forcedCall(tmpl string, hasTools bool) string {
 		return "n/a: no tools in template"
 	}
 	f := chatparse.DetectFormat(tmpl)
-	g, err := chatparse.Grammar(chatparse.Options{Format: f}, []chatparse.Tool{{Name: "get_weather", Parameters: []byte(weatherSchema)}}, "")
+	o := chatparse.Options{Format: f, XMLCalls: chatparse.XMLCalls(tmpl), ArgKeyCalls: chatparse.ArgKeyCalls(tmpl),
+		DSMLToolCalls: chatparse.DSMLToolCalls(tmpl), FencedCalls: chatparse.FencedCalls(tmpl)}
+	g, err := chatparse.Grammar(o, []chatparse.Tool{{Name: "get_weather", Parameters: []byte(weatherSchema)}}, "")
 	if err != nil {
 		return fmt.Sprintf("%s: no grammar (%v)", f, err)
 	}
@@ -529,10 +531,13 @@ func forcedCall(tmpl string, hasTools bool) string {
 		}
 		if lit, err := strconv.Unquote(root[:min(end+1, len(root))]); err == nil {
 			how = fmt.Sprintf("JSON after %q", lit)
+			if strings.Contains(g, "field-") {
+				how = fmt.Sprintf("key-value fields after %q", lit)
+			}
 		}
 	}
 	auto := "auto: free"
-	if trig := chatparse.CallTrigger(f, chatparse.XMLCalls(tmpl)); trig != "" {
+	if trig := chatparse.CallTrigger(o); trig != "" {
 		auto = fmt.Sprintf("auto: lazy grammar from %q where the vocabulary holds it as one token", trig)
 	}
 	return fmt.Sprintf("%s: grammar forces %s; %s", f, how, auto)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/tadpole-llm/tadpole/engine/grammar"
 )
 
 // ToolCall is one parsed call. Arguments is a compact JSON object in the
@@ -239,7 +241,7 @@ func (p *Parser) functionTag(body string) ([]ToolCall, error) {
 	raw := json.RawMessage(args)
 	if a := strings.TrimSpace(args); strings.HasPrefix(a, "<parameter=") {
 		var err error
-		if raw, err = xmlParameters(a); err != nil {
+		if raw, err = xmlParameters(a, p.stringProps(name)); err != nil {
 			return nil, fmt.Errorf("call of %q: %v", strings.TrimSpace(name), err)
 		}
 	}
@@ -251,11 +253,10 @@ func (p *Parser) functionTag(body string) ([]ToolCall, error) {
 }
 
 // xmlParameters turns <parameter=key>value</parameter> elements into a
-// JSON object, in order. A value that is JSON (a number, true, an
-// object, …) is taken as such; any other is a string. The newline after
-// the opening tag and the one before the closing tag are not part of
-// the value.
-func xmlParameters(s string) (json.RawMessage, error) {
+// JSON object, in order (argValue: a key of str is a string). The
+// newline after the opening tag and the one before the closing tag are
+// not part of the value.
+func xmlParameters(s string, str map[string]bool) (json.RawMessage, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for n := 0; ; n++ {
@@ -280,13 +281,10 @@ func xmlParameters(s string) (json.RawMessage, error) {
 		if n > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(jsonString(strings.TrimSpace(key)))
+		key = strings.TrimSpace(key)
+		b.Write(jsonString(key))
 		b.WriteByte(':')
-		if v := strings.TrimSpace(value); v != "" && json.Valid([]byte(v)) {
-			b.WriteString(v)
-		} else {
-			b.Write(jsonString(value))
-		}
+		argValue(&b, value, str[key])
 		s = rest
 	}
 	b.WriteByte('}')
@@ -449,9 +447,8 @@ func NewID(prefix string) string {
 }
 
 // glm reads GLM 4.5-4.7's call, the inside of <tool_call>…</tool_call>:
-// "name\n<arg_key>key</arg_key>\n<arg_value>value</arg_value>…". A value
-// that is JSON (a number, true, an object, …) is taken as such; any other
-// is a string, as it is.
+// "name\n<arg_key>key</arg_key>\n<arg_value>value</arg_value>…", each
+// value as argValue reads it.
 func (p *Parser) glm(body string) ([]ToolCall, error) {
 	return p.argTags(body, glmTags)
 }
@@ -470,6 +467,7 @@ func (p *Parser) argTags(body string, t argTags) ([]ToolCall, error) {
 	if name = strings.TrimSpace(name); name == "" || strings.ContainsAny(name, " \t\n<>{}\"") {
 		return nil, fmt.Errorf("not a call: %.40q", body)
 	}
+	str := p.stringProps(name)
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for n := 0; rest != ""; n++ {
@@ -488,13 +486,10 @@ func (p *Parser) argTags(body string, t argTags) ([]ToolCall, error) {
 		if n > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(jsonString(strings.TrimSpace(key)))
+		key = strings.TrimSpace(key)
+		b.Write(jsonString(key))
 		b.WriteByte(':')
-		if v := strings.TrimSpace(value); v != "" && json.Valid([]byte(v)) {
-			b.WriteString(v)
-		} else {
-			b.Write(jsonString(value))
-		}
+		argValue(&b, value, str[key])
 		rest = strings.TrimSpace(after)
 		if rest != "" {
 			if rest, ok = strings.CutPrefix(rest, t.key); !ok {
@@ -561,6 +556,7 @@ func (p *Parser) invokes(body, prefix string) ([]ToolCall, error) {
 		if !ok {
 			return nil, fmt.Errorf("call of %q without </invoke>", name)
 		}
+		str := p.stringProps(name)
 		var b bytes.Buffer
 		b.WriteByte('{')
 		for n := 0; ; n++ {
@@ -597,10 +593,10 @@ func (p *Parser) invokes(body, prefix string) ([]ToolCall, error) {
 				return nil, fmt.Errorf("call of %q: parameter %q is not JSON", name, key)
 			case attr != "" && attr != `string="false"`:
 				return nil, fmt.Errorf("call of %q: parameter %q has attributes %s", name, key, attr)
-			case v != "" && json.Valid([]byte(v)):
+			case attr != "":
 				b.WriteString(v)
 			default:
-				b.Write(jsonString(value))
+				argValue(&b, value, str[key])
 			}
 			inner = q
 		}
@@ -690,4 +686,34 @@ func callParts(body, begin, end, family string) ([]string, error) {
 		parts = append(parts, part)
 	}
 	return parts, nil
+}
+
+// argValue writes a key-value argument's text as JSON, as llama-server
+// types it: a property whose schema allows only strings (str) is the
+// text as it is ("18" stays "18"); any other is JSON where the text is
+// JSON (a number, true, an object, …), else the text as a string.
+func argValue(b *bytes.Buffer, value string, str bool) {
+	if v := strings.TrimSpace(value); !str && v != "" && json.Valid([]byte(v)) {
+		b.WriteString(v)
+	} else {
+		b.Write(jsonString(value))
+	}
+}
+
+// stringProps are the properties of function name's parameters
+// (Options.Parameters) that allow only strings.
+func (p *Parser) stringProps(name string) map[string]bool {
+	name = strings.TrimSpace(name)
+	if s, ok := p.strs[name]; ok {
+		return s
+	}
+	var s map[string]bool
+	if params, ok := p.o.Parameters[name]; ok {
+		s = grammar.StringProperties(params)
+	}
+	if p.strs == nil {
+		p.strs = map[string]map[string]bool{}
+	}
+	p.strs[name] = s
+	return s
 }

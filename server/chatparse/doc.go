@@ -42,5 +42,14 @@
 // not an object, an unterminated block) is returned as content, unchanged,
 // with a warning.
 //
+// [Grammar] (tool_choice required or a named function) and [LazyGrammar]
+// (auto, from the family's call trigger) write calls in the family's
+// own markup: JSON arguments where the family writes JSON, key-value
+// fields (engine/grammar's Fields) where it writes parameters
+// (Qwen3-Coder, GLM, Seed-OSS, MiniMax M2, DSML, Hunyuan 3, MiniCPM5),
+// a string property's value raw, others JSON. The parser types such
+// arguments by the tools' schemas (Options.Parameters), as llama-server
+// does: a property that allows only strings stays a string.
+//
 // The package never touches the engine or HTTP: it works on text.
 package chatparse

@@ -120,7 +120,7 @@ func namedGrammar(o Options, tools []Tool, only string) (string, bool, error) {
 // its function's arguments, then the section's end.
 func namedLazyGrammar(o Options, tools []Tool, triggerRule string) (string, bool, error) {
 	m, ok := named(o)
-	if !ok || CallTrigger(o.Format, o.XMLCalls) == "" {
+	if !ok || CallTrigger(o) == "" {
 		return "", false, nil
 	}
 	branches, defs, err := namedBranches(m, tools, "", true)

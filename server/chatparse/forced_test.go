@@ -15,10 +15,13 @@ import (
 // A forced call in the formats that name the function outside the JSON
 // is written in the family's own markup, as its template shows a call
 // (Kimi K2's functions.NAME:0 section, DeepSeek V3.1's NAME<｜tool▁sep｜>,
-// R1's fenced arguments, function tags, Apertus's [{"NAME": …}]): text
-// the real engine generates under the grammar, sampled, is one call of a
-// declared function with arguments in its schema, and the family's
-// parser reads it so, thinking first or not.
+// R1's fenced arguments, function tags, Apertus's [{"NAME": …}], and
+// the key-value parameters of Qwen3-Coder, GLM, Seed-OSS, MiniMax M2,
+// DeepSeek's DSML, Hunyuan 3 and MiniCPM5): text the real engine
+// generates under the grammar, sampled, is one call of a declared
+// function with arguments in its schema, typed by it (a string property
+// whose value looks like a number or a boolean stays a string), and the
+// family's parser reads it so, thinking first or not.
 func TestForcedCallInFamilyMarkup(t *testing.T) {
 	m, err := engine.LoadModel(testmodels.Testdata("stories260K.gguf"), engine.ModelParams{})
 	if err != nil {
@@ -28,6 +31,11 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 	tools := []chatparse.Tool{
 		{Name: "get_weather", Parameters: json.RawMessage(`{"type": "object", "properties": {"city": {"$ref": "#/$defs/city"}}, "required": ["city"], "additionalProperties": false, "$defs": {"city": {"enum": ["Paris", "Oslo"]}}}`)},
 		{Name: "add", Parameters: json.RawMessage(`{"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9}}, "required": ["n"], "additionalProperties": false}`)},
+		{Name: "label", Parameters: json.RawMessage(`{"type": "object", "properties": {"code": {"enum": ["18", "true"]}, "on": {"type": "boolean"}}, "required": ["code", "on"], "additionalProperties": false}`)},
+	}
+	params := map[string]json.RawMessage{}
+	for _, tl := range tools {
+		params[tl.Name] = tl.Parameters
 	}
 	for _, tc := range []struct {
 		name string
@@ -39,15 +47,24 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 		{"deepseek-r1", chatparse.Options{Format: chatparse.DeepSeek, FencedCalls: true}, "function<｜tool▁sep｜>"},
 		{"function-tag", chatparse.Options{Format: chatparse.FunctionTag}, "<function="},
 		{"apertus", chatparse.Options{Format: chatparse.Apertus}, `<|tools_prefix|>[{"`},
+		{"qwen3-coder", chatparse.Options{Format: chatparse.Hermes, XMLCalls: true}, "<tool_call>\n<function="},
+		{"glm", chatparse.Options{Format: chatparse.Hermes, XMLCalls: true, ArgKeyCalls: true}, "</arg_key>"},
+		{"seed", chatparse.Options{Format: chatparse.Seed}, "<seed:tool_call>\n<function="},
+		{"minimax-m2", chatparse.Options{Format: chatparse.MiniMax}, `<minimax:tool_call>` + "\n" + `<invoke name="`},
+		{"dsml-v3.2", chatparse.Options{Format: chatparse.DSML}, "<｜DSML｜function_calls>\n<｜DSML｜invoke name="},
+		{"dsml-v4", chatparse.Options{Format: chatparse.DSML, DSMLToolCalls: true}, "<｜DSML｜tool_calls>\n<｜DSML｜invoke name="},
+		{"hy3", chatparse.Options{Format: chatparse.Hy3}, "<tool_sep:opensource>"},
+		{"minicpm5", chatparse.Options{Format: chatparse.MiniCPM5}, `<param name="`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, only := range []string{"", "add"} {
+			for _, only := range []string{"", "add", "label"} {
 				g, err := chatparse.Grammar(tc.o, tools, only)
 				if err != nil {
 					t.Fatal(err)
 				}
 				o := tc.o
-				o.Tools = []string{"get_weather", "add"}
+				o.Tools = []string{"get_weather", "add", "label"}
+				o.Parameters = params
 				names := map[string]bool{}
 				for seed := range int64(4) {
 					text := generate(t, m, g, seed, 400)
@@ -73,6 +90,11 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 						if n, _ := args["n"].(float64); len(args) != 1 || n < 1 || n > 9 || n != float64(int(n)) {
 							t.Errorf("%q: arguments %s", text, c.Arguments)
 						}
+					case "label":
+						code, _ := args["code"].(string)
+						if _, ok := args["on"].(bool); len(args) != 2 || !ok || code != "18" && code != "true" {
+							t.Errorf("%q: arguments %s", text, c.Arguments)
+						}
 					}
 				}
 				if only != "" && (len(names) != 1 || !names[only]) {
@@ -81,8 +103,9 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 			}
 			// Thinking first (free text, so not sampled here: the story
 			// model never ends it): llama.cpp takes the grammar.
-			for _, th := range []chatparse.Options{{Thinking: true}, {Thinking: true, StartInThinking: true}} {
-				th.Format, th.FencedCalls = tc.o.Format, tc.o.FencedCalls
+			for _, start := range []bool{false, true} {
+				th := tc.o
+				th.Thinking, th.StartInThinking = true, start
 				g, err := chatparse.Grammar(th, tools, "")
 				if err != nil {
 					t.Fatal(err)
@@ -102,11 +125,22 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 // grammar does not end it.
 func generate(t *testing.T, m *engine.Model, g string, seed int64, max int) string {
 	t.Helper()
+	text, ended := sample(t, m, g, seed, max)
+	if !ended {
+		t.Fatalf("no end within %d tokens: %q", max, text)
+	}
+	return text
+}
+
+// sample is generate's sampling: the text, and whether the grammar
+// ended it within max tokens.
+func sample(t *testing.T, m *engine.Model, g string, seed int64, max int) (string, bool) {
+	t.Helper()
 	prompt, err := m.Tokenize("Once upon a time", true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, err := m.NewContext(engine.ContextParams{Threads: 1, NumCtx: 512, NumBatch: 64})
+	ctx, err := m.NewContext(engine.ContextParams{Threads: 1, NumCtx: max + 64, NumBatch: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,20 +169,21 @@ func generate(t *testing.T, m *engine.Model, g string, seed int64, max int) stri
 			t.Fatal(err)
 		}
 		if m.IsEOG(tok) {
-			return string(append(out, d.Flush()...))
+			return string(append(out, d.Flush()...)), true
 		}
 		out = append(out, d.Add(m.TokenPiece(tok, false))...)
 		b.Clear()
 		b.Add(tok, len(prompt)+n, 0, true)
 	}
-	t.Fatalf("no end within %d tokens: %q", max, append(out, d.Flush()...))
-	return ""
+	return string(append(out, d.Flush()...)), false
 }
 
-// tool_choice "auto" on Kimi K2 and DeepSeek: from the token that opens
-// the calls section, the lazy grammar holds every call the model writes
-// to the family's markup and its function's schema (Kimi's calls
-// numbered as the model numbers them), then the section's end. Sampled
+// tool_choice "auto" on Kimi K2, DeepSeek and the key-value formats
+// (Qwen3-Coder, GLM, Seed-OSS, MiniMax M2, DSML, Hunyuan 3, MiniCPM5):
+// from the token that opens the calls section (or a call), the lazy
+// grammar holds every call the model writes to the family's markup and
+// its function's schema (Kimi's calls numbered as the model numbers
+// them), then the section's end. Sampled
 // from the trigger on (the story model has no such token: the trigger is
 // written as its text here), the text parses as calls of the declared
 // functions.
@@ -162,12 +197,27 @@ func TestLazyCallsInFamilyMarkup(t *testing.T) {
 		{Name: "get_weather", Parameters: json.RawMessage(`{"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo"]}}, "required": ["city"], "additionalProperties": false}`)},
 		{Name: "add", Parameters: json.RawMessage(`{"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9}}, "required": ["n"], "additionalProperties": false}`)},
 	}
-	for _, o := range []chatparse.Options{
-		{Format: chatparse.Kimi},
-		{Format: chatparse.DeepSeek},
-		{Format: chatparse.DeepSeek, FencedCalls: true},
+	// The story model may go on calling for long: past 600 tokens the
+	// text is cut after its last whole call (callEnd) and the section
+	// closed (end).
+	for _, tc := range []struct {
+		o            chatparse.Options
+		callEnd, end string
+	}{
+		{chatparse.Options{Format: chatparse.Kimi}, "<|tool_call_end|>", "<|tool_calls_section_end|>"},
+		{chatparse.Options{Format: chatparse.DeepSeek}, "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>"},
+		{chatparse.Options{Format: chatparse.DeepSeek, FencedCalls: true}, "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>"},
+		{chatparse.Options{Format: chatparse.Hermes, XMLCalls: true}, "</tool_call>", ""},
+		{chatparse.Options{Format: chatparse.Hermes, XMLCalls: true, ArgKeyCalls: true}, "</tool_call>", ""},
+		{chatparse.Options{Format: chatparse.Seed}, "</seed:tool_call>", ""},
+		{chatparse.Options{Format: chatparse.MiniMax}, "</invoke>", "</minimax:tool_call>"},
+		{chatparse.Options{Format: chatparse.DSML}, "</｜DSML｜invoke>", "</｜DSML｜function_calls>"},
+		{chatparse.Options{Format: chatparse.DSML, DSMLToolCalls: true}, "</｜DSML｜invoke>", "</｜DSML｜tool_calls>"},
+		{chatparse.Options{Format: chatparse.Hy3}, "</tool_call:opensource>", "</tool_calls:opensource>"},
+		{chatparse.Options{Format: chatparse.MiniCPM5}, "</function>", ""},
 	} {
-		trigger := chatparse.CallTrigger(o.Format, false)
+		o := tc.o
+		trigger := chatparse.CallTrigger(o)
 		if trigger == "" {
 			t.Fatalf("%v: no trigger", o.Format)
 		}
@@ -177,20 +227,35 @@ func TestLazyCallsInFamilyMarkup(t *testing.T) {
 		}
 		o.Tools = []string{"get_weather", "add"}
 		for seed := range int64(4) {
-			text := generate(t, m, g, seed, 600)
+			text, ended := sample(t, m, g, seed, 600)
+			if !ended {
+				i := strings.LastIndex(text, tc.callEnd)
+				if i < 0 {
+					t.Fatalf("%v: no whole call in 600 tokens: %q", o.Format, text)
+				}
+				text = text[:i+len(tc.callEnd)] + tc.end
+			}
 			d, warn := chatparse.Parse(o, "Let me see. "+text)
 			if len(d.ToolCalls) == 0 || len(warn) > 0 || strings.TrimSpace(d.Content) != "Let me see." {
 				t.Fatalf("%v fenced %v, seed %d: %q parsed as %+v, warnings %v", o.Format, o.FencedCalls, seed, text, d, warn)
 			}
 			for _, c := range d.ToolCalls {
-				if c.Name != "get_weather" && c.Name != "add" || !json.Valid(c.Arguments) {
-					t.Errorf("%q: call %+v", text, c)
+				var args map[string]any
+				if err := json.Unmarshal(c.Arguments, &args); err != nil {
+					t.Fatalf("%q: arguments %s: %v", text, c.Arguments, err)
+				}
+				city, _ := args["city"].(string)
+				n, _ := args["n"].(float64)
+				if c.Name == "get_weather" && (len(args) != 1 || city != "Paris" && city != "Oslo") ||
+					c.Name == "add" && (len(args) != 1 || n < 1 || n > 9 || n != float64(int(n))) ||
+					c.Name != "get_weather" && c.Name != "add" {
+					t.Errorf("%v: %q: call %+v", o.Format, text, c)
 				}
 			}
 		}
 	}
 	// Kimi's calls may be numbered: a second call is :1.
-	g, err := chatparse.LazyGrammar(chatparse.Options{Format: chatparse.Kimi}, tools, strconv.Quote(chatparse.CallTrigger(chatparse.Kimi, false)))
+	g, err := chatparse.LazyGrammar(chatparse.Options{Format: chatparse.Kimi}, tools, strconv.Quote(chatparse.CallTrigger(chatparse.Options{Format: chatparse.Kimi})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,30 +264,57 @@ func TestLazyCallsInFamilyMarkup(t *testing.T) {
 	}
 }
 
-// Tool names are the client's (Ollama's tools are not held to OpenAI's
-// name pattern): the worst of them (quotes, backslashes, newlines, a NUL,
-// invalid UTF-8, a 10,000-byte name) in the family-markup grammars,
-// forced and lazy, are literals llama.cpp's grammar parser takes, not an
-// abort.
+// Tool names and property names are the client's (Ollama's tools are
+// not held to OpenAI's name pattern): the worst of them (quotes,
+// backslashes, newlines, a NUL, invalid UTF-8, 10,000 bytes, the
+// families' own markup) in the family-markup grammars, forced and lazy,
+// are literals llama.cpp's grammar parser takes, not an abort.
 func TestFamilyMarkupGrammarsTakeAnyName(t *testing.T) {
 	m, err := engine.LoadModel(testmodels.Testdata("stories260K.gguf"), engine.ModelParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
-	var tools []chatparse.Tool
-	for _, n := range []string{`a"b`, `c\d`, "e\nf\r\t", "g\x00h", "i\xffj", strings.Repeat("k", 10000), "<|tool_call_end|>", "]]"} {
-		tools = append(tools, chatparse.Tool{Name: n})
+	worst := []string{`a"b`, `c\d`, "e\nf\r\t", "g\x00h", "i\xffj", strings.Repeat("k", 10000), "<|tool_call_end|>", "]]",
+		"</parameter>", "\n</parameter>\n", "</arg_value>", "</arg_key>", `">`, `" string="`, "</param>", "]]>", "</｜DSML｜parameter>",
+		"</arg_value:opensource>", "</function>", "</tool_call>", ">"}
+	props := map[string]json.RawMessage{}
+	var required []string
+	for i, n := range worst {
+		props[n] = json.RawMessage([]string{`{"type": "string"}`, `{"type": "integer"}`, `{"enum": ["x", "</parameter>"]}`, `{}`, `{"type": ["string", "number"]}`}[i%5])
+		if i%3 == 0 && len(required) < 6 {
+			required = append(required, n)
+		}
 	}
-	for _, f := range []chatparse.Format{chatparse.Kimi, chatparse.DeepSeek, chatparse.FunctionTag, chatparse.Apertus} {
-		for _, o := range []chatparse.Options{{Format: f}, {Format: f, FencedCalls: true, Thinking: true}} {
+	params, err := json.Marshal(map[string]any{"type": "object", "properties": props, "required": required})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tools []chatparse.Tool
+	for i, n := range worst {
+		p := json.RawMessage(params)
+		if i%2 == 1 {
+			p = nil // any object
+		}
+		tools = append(tools, chatparse.Tool{Name: n, Parameters: p})
+	}
+	for _, base := range []chatparse.Options{
+		{Format: chatparse.Kimi}, {Format: chatparse.DeepSeek}, {Format: chatparse.FunctionTag}, {Format: chatparse.Apertus},
+		{Format: chatparse.Hermes, XMLCalls: true}, {Format: chatparse.Hermes, XMLCalls: true, ArgKeyCalls: true},
+		{Format: chatparse.Seed}, {Format: chatparse.MiniMax}, {Format: chatparse.DSML}, {Format: chatparse.DSML, DSMLToolCalls: true},
+		{Format: chatparse.Hy3}, {Format: chatparse.MiniCPM5},
+	} {
+		thinking := base
+		thinking.FencedCalls, thinking.Thinking = true, true
+		for _, o := range []chatparse.Options{base, thinking} {
+			f := o.Format
 			grammars := map[string]string{}
 			g, err := chatparse.Grammar(o, tools, "")
 			if err != nil {
 				t.Fatalf("%v forced: %v", f, err)
 			}
 			grammars["forced"] = g
-			if chatparse.CallTrigger(f, false) != "" {
+			if chatparse.CallTrigger(o) != "" {
 				if grammars["lazy"], err = chatparse.LazyGrammar(o, tools, "<[7]>"); err != nil {
 					t.Fatalf("%v lazy: %v", f, err)
 				}

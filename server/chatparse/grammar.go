@@ -131,8 +131,11 @@ func callSchema(o Options, tools []Tool, only string) ([]byte, []string, error) 
 // Grammar is a GBNF grammar (root rule "root") whose every output is one
 // call, in o.Format's syntax (the family's own markup around the
 // arguments for the formats that name the function outside the JSON:
-// Kimi K2, DeepSeek, function tags, Apertus, namedCall; a bare call
-// object for the others that do, which the parser takes too), of one of tools (only that one when only is
+// Kimi K2, DeepSeek, function tags, Apertus (named); the arguments as
+// key-value fields in the family's markup for Qwen3-Coder-style and
+// GLM-style Hermes calls, Seed-OSS, MiniMax M2, DSML, Hunyuan 3 and
+// MiniCPM5 (keyValue); a bare call object for the others, which the
+// parser takes too), of one of tools (only that one when only is
 // set) with arguments valid against its parameters schema (harmony: one
 // function's message to=functions.NAME, or a bare call object in a
 // commentary message when several may be called): for OpenAI's
@@ -142,7 +145,11 @@ func callSchema(o Options, tools []Tool, only string) ([]byte, []string, error) 
 // Parameters the grammar converter cannot hold the output to (see
 // engine/grammar) are an error naming the function.
 func Grammar(o Options, tools []Tool, only string) (string, error) {
-	if g, ok, err := namedGrammar(o, tools, only); ok {
+	g, ok, err := kvGrammar(o, tools, only)
+	if !ok {
+		g, ok, err = namedGrammar(o, tools, only)
+	}
+	if ok {
 		if err != nil {
 			return "", err
 		}
@@ -168,7 +175,7 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 			prefix, suffix = c.trigger+c.open, c.close
 		}
 	}
-	g, err := grammar.FromSchemaBetween(s, prefix, suffix)
+	g, err = grammar.FromSchemaBetween(s, prefix, suffix)
 	if err != nil {
 		return "", err
 	}
@@ -232,31 +239,34 @@ var callMarkup = map[Format]struct{ trigger, open, close string }{
 	GigaChat31: {gigaFunctionCall, "", ""},
 }
 
-// CallTrigger is the special token that starts a call in format f, where
-// a lazy grammar (LazyGrammar) can hold the call to its schema: "" where
-// the format has none, or its calls are not always JSON objects after
-// it: Qwen3-Coder's <tool_call><function=…> parameters (xmlCalls), and
-// Mistral, whose newer models write [TOOL_CALLS]name[ARGS]{…} where the
-// older wrote [TOOL_CALLS][{…}]. Kimi K2's and DeepSeek's trigger is the
-// token that opens their calls section.
-func CallTrigger(f Format, xmlCalls bool) string {
-	switch {
-	case (f == Hermes && xmlCalls) || f == Mistral:
+// CallTrigger is the text that starts a call in o's format, where a
+// lazy grammar (LazyGrammar) can hold the call to its schema (infer
+// arms it where the model's vocabulary holds it as one token): "" where
+// the format has none, or its calls are not always one syntax after it
+// (Mistral, whose newer models write [TOOL_CALLS]name[ARGS]{…} where
+// the older wrote [TOOL_CALLS][{…}]). Kimi K2's, DeepSeek's, MiniMax
+// M2's, DSML's and Hunyuan 3's trigger is the token that opens their
+// calls section.
+func CallTrigger(o Options) string {
+	if m, ok := keyValue(o); ok {
+		return m.trigger
+	}
+	switch o.Format {
+	case Mistral:
 		return ""
-	case f == Kimi:
+	case Kimi:
 		return kimiSectionBegin
-	case f == DeepSeek:
+	case DeepSeek:
 		return deepSeekCallsBegin
 	}
-	return callMarkup[f].trigger
+	return callMarkup[o.Format].trigger
 }
 
 // XMLCalls reports whether a template teaches Hermes calls as XML-style
 // parameters (<function=name><parameter=key>…, Qwen3-Coder, Qwen 3.5) or
 // GLM's key/value tags (<tool_call>name<arg_key>key</arg_key>
-// <arg_value>…, GLM 4.6/4.7, Laguna, Spark, Ling) rather than a JSON
-// object: a lazy grammar of JSON after <tool_call> would force such a
-// model off its own syntax.
+// <arg_value>…, GLM 4.6/4.7, Laguna, Spark, Ling; ArgKeyCalls tells
+// which) rather than a JSON object: the call grammars write that markup.
 func XMLCalls(template string) bool {
 	return strings.Contains(template, "<function=") || strings.Contains(template, "<parameter=") || strings.Contains(template, "<arg_key>")
 }
@@ -268,10 +278,14 @@ func XMLCalls(template string) bool {
 // very token that woke it), then holds the call object to one of tools'
 // schemas and the format's close; Hermes may write further calls, and
 // the list formats (Command R7B, granite) further objects; Kimi K2 and
-// DeepSeek write their calls in their own markup (namedLazyGrammar). What
+// DeepSeek write their calls in their own markup (namedLazyGrammar), the
+// key-value formats theirs (kvLazyGrammar). What
 // the model writes before the token (thinking, content) is free, and
 // once the calls end only the end of the output may follow.
 func LazyGrammar(o Options, tools []Tool, triggerRule string) (string, error) {
+	if g, ok, err := kvLazyGrammar(o, tools, triggerRule); ok {
+		return g, err
+	}
 	if g, ok, err := namedLazyGrammar(o, tools, triggerRule); ok {
 		return g, err
 	}

@@ -107,8 +107,8 @@ func TestGrammarRules(t *testing.T) {
 // What each format's grammar writes, the parser reads as a call.
 func TestGrammarOutputParses(t *testing.T) {
 	for f := Generic; f <= MiniMaxM3; f++ { // every format of JSON calls
-		if f > DeepSeek && f != Gemma4 && f != NemotronV2 && f != Hy3 && f != KimiK3 && f != ToolCallsTag && f != GigaChat && f != GigaChat31 && f != FireFunction && f != MiniCPM5 && f != MiniMaxM3 {
-			continue // their own tests
+		if f > DeepSeek && f != Gemma4 && f != NemotronV2 && f != KimiK3 && f != ToolCallsTag && f != GigaChat && f != GigaChat31 && f != FireFunction && f != MiniMaxM3 {
+			continue // their own tests (Hunyuan 3's and MiniCPM5's key-value calls: keyvalue_test.go)
 		}
 		g, err := Grammar(Options{Format: f}, []Tool{{Name: "get_time"}}, "")
 		if err != nil {
@@ -223,16 +223,23 @@ func TestGrammarHarmony(t *testing.T) {
 	}
 }
 
-// Templates that teach calls as XML-style parameters or GLM's key/value
-// tags get no lazy grammar of JSON after <tool_call>.
+// Templates that teach calls as key-value parameters (Qwen3-Coder's
+// <parameter=…>, GLM's <arg_key>) get a lazy grammar from <tool_call>
+// in that markup, not JSON.
 func TestCallTriggerXMLCalls(t *testing.T) {
+	tools := []Tool{{Name: "f", Parameters: []byte(`{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}`)}}
 	for tmpl, want := range map[string]string{
-		`<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>`: "<tool_call>",
-		"{{- '<tool_call>' + tc.name }}{{- '<arg_key>' + k + '</arg_key>' }}":                   "",
-		"<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>":        "",
+		`<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>`: `"{"`,
+		"{{- '<tool_call>' + tc.name }}{{- '<arg_key>' + k + '</arg_key>' }}":                   `"<arg_key>a</arg_key>"`,
+		"<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>":        `"<parameter=a>\n"`,
 	} {
-		if got := CallTrigger(DetectFormat(tmpl), XMLCalls(tmpl)); got != want {
-			t.Errorf("%q: trigger %q, want %q", tmpl, got, want)
+		o := Options{Format: DetectFormat(tmpl), XMLCalls: XMLCalls(tmpl), ArgKeyCalls: ArgKeyCalls(tmpl)}
+		if got := CallTrigger(o); got != "<tool_call>" {
+			t.Errorf("%q: trigger %q", tmpl, got)
+		}
+		g, err := LazyGrammar(o, tools, "<[7]>")
+		if err != nil || !strings.Contains(g, want) {
+			t.Errorf("%q: lazy grammar without %s (%v):\n%s", tmpl, want, err, g)
 		}
 	}
 }

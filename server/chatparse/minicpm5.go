@@ -2,7 +2,6 @@ package chatparse
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -25,6 +24,7 @@ func (p *Parser) miniCPM5(body string) ([]ToolCall, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s without its closing \">", miniCPMCallBegin)
 	}
+	str := p.stringProps(name)
 	var b bytes.Buffer
 	b.WriteByte('{')
 	rest = strings.TrimSpace(rest)
@@ -55,11 +55,7 @@ func (p *Parser) miniCPM5(body string) ([]ToolCall, error) {
 		}
 		b.Write(jsonString(key))
 		b.WriteByte(':')
-		if v := strings.TrimSpace(value); !cdata && v != "" && json.Valid([]byte(v)) {
-			b.WriteString(v)
-		} else {
-			b.Write(jsonString(value))
-		}
+		argValue(&b, value, cdata || str[key])
 		rest = strings.TrimSpace(after)
 	}
 	b.WriteByte('}')

@@ -15,8 +15,8 @@ import (
 // an argument's value its text, or elements of its own: an object's
 // members by name, a list's as <item> (the template's to_xml). Text is
 // JSON where it is JSON (numbers, true, false), else a string: the
-// template writes strings bare, and the parser has no schema to tell a
-// string that looks like a number from a number.
+// template writes strings bare; a top-level argument whose property
+// allows only strings is a string whatever it looks like.
 const (
 	m3NS        = "]<]minimax[>["
 	m3CallBegin = m3NS + "<tool_call>"
@@ -40,7 +40,7 @@ func (p *Parser) miniMaxM3(body string) ([]ToolCall, error) {
 			return nil, fmt.Errorf("a MiniMax M3 invoke tag without its closing \">")
 		}
 		var b bytes.Buffer
-		after, err := m3Members(&b, after, "invoke", false)
+		after, err := m3Members(&b, after, "invoke", false, p.stringProps(name))
 		if err != nil {
 			return nil, fmt.Errorf("call of %q: %v", name, err)
 		}
@@ -59,8 +59,8 @@ func (p *Parser) miniMaxM3(body string) ([]ToolCall, error) {
 
 // m3Members writes the elements of s up to the close of element parent
 // as a JSON object (a list when items), and returns the text after the
-// close.
-func m3Members(b *bytes.Buffer, s, parent string, items bool) (string, error) {
+// close; the text of a member of str is a string.
+func m3Members(b *bytes.Buffer, s, parent string, items bool, str map[string]bool) (string, error) {
 	closing := m3NS + "</" + parent + ">"
 	open, end := byte('{'), byte('}')
 	if items {
@@ -92,26 +92,26 @@ func m3Members(b *bytes.Buffer, s, parent string, items bool) (string, error) {
 			b.WriteByte(':')
 		}
 		var err error
-		if s, err = m3Value(b, after, name); err != nil {
+		if s, err = m3Value(b, after, name, !items && str[name]); err != nil {
 			return "", err
 		}
 	}
 }
 
-// m3Value writes the value of element name, whose text starts s, and
-// returns the text after its close.
-func m3Value(b *bytes.Buffer, s, name string) (string, error) {
+// m3Value writes the value of element name, whose text starts s (a
+// string when str), and returns the text after its close.
+func m3Value(b *bytes.Buffer, s, name string, str bool) (string, error) {
 	closing := m3NS + "</" + name + ">"
 	if t := strings.TrimLeft(s, " \t\r\n"); strings.HasPrefix(t, m3NS+"<") && !strings.HasPrefix(t, closing) {
 		// Elements: an object's members, or a list's items.
 		items := strings.HasPrefix(t, m3NS+"<item>")
-		return m3Members(b, t, name, items)
+		return m3Members(b, t, name, items, nil)
 	}
 	text, rest, ok := strings.Cut(s, closing)
 	if !ok {
 		return "", fmt.Errorf("element %q without its close", name)
 	}
-	if v := strings.TrimSpace(text); v != "" && v[0] != '"' && json.Valid([]byte(v)) {
+	if v := strings.TrimSpace(text); !str && v != "" && v[0] != '"' && json.Valid([]byte(v)) {
 		b.WriteString(v)
 	} else {
 		b.Write(jsonString(text))

@@ -1,6 +1,7 @@
 package chatparse
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -19,9 +20,21 @@ type Options struct {
 	// DropThinking parses thinking blocks but returns no thinking (the
 	// request switched thinking off).
 	DropThinking bool
-	// XMLCalls: the template teaches Hermes calls as XML-style parameters
-	// (XMLCalls); the parser takes both, the grammars only JSON.
-	XMLCalls bool
+	// XMLCalls: the template teaches Hermes calls as key-value
+	// parameters (XMLCalls): Qwen3-Coder's <function=…><parameter=…>, or
+	// with ArgKeyCalls GLM's <arg_key>/<arg_value>. The parser takes all
+	// of them; the call grammars write the template's.
+	XMLCalls    bool
+	ArgKeyCalls bool
+	// DSMLToolCalls: a DeepSeek DSML template names its calls block
+	// tool_calls (V4), not function_calls (V3.2) (DSMLToolCalls).
+	DSMLToolCalls bool
+	// Parameters are the tools' parameter schemas by function name: a
+	// key-value argument whose property allows only strings is read as
+	// a string whatever it looks like ("18", "true"), as llama-server
+	// reads it; others are JSON where they are JSON. None: every value
+	// that is JSON is JSON.
+	Parameters map[string]json.RawMessage
 	// FencedCalls: the template teaches DeepSeek R1's calls,
 	// "function<｜tool▁sep｜>NAME" and the arguments in a ```json fence
 	// (FencedCalls), not V3.1's "NAME<｜tool▁sep｜>{…}": the parser takes
@@ -73,6 +86,8 @@ type Parser struct {
 	calls      int
 	warnings   []string
 	harmony    harmonyState // Format Harmony: its own state machine
+	// strs caches stringProps by function name.
+	strs map[string]map[string]bool
 }
 
 // NewParser starts parsing an output.

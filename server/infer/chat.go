@@ -220,7 +220,10 @@ func outputOptions(req *Request, tmpl, prompt string) chatparse.Options {
 		o.Format = chatparse.DetectFormat(tmpl)
 		o.Tools = toolNames(req.Tools)
 		o.XMLCalls = chatparse.XMLCalls(tmpl)
+		o.ArgKeyCalls = chatparse.ArgKeyCalls(tmpl)
+		o.DSMLToolCalls = chatparse.DSMLToolCalls(tmpl)
 		o.FencedCalls = chatparse.FencedCalls(tmpl)
+		o.Parameters = toolParameters(req.Tools)
 	}
 	if thinkingTemplate(tmpl) {
 		o.Thinking = true
@@ -252,6 +255,19 @@ type toolFunction struct {
 		Name       string          `json:"name"`
 		Parameters json.RawMessage `json:"parameters"`
 	} `json:"function"`
+}
+
+// toolParameters are the tools' parameter schemas by name, for the
+// parser to type key-value arguments (chatparse.Options.Parameters).
+func toolParameters(tools []json.RawMessage) map[string]json.RawMessage {
+	params := map[string]json.RawMessage{}
+	for _, t := range tools {
+		var f toolFunction
+		if json.Unmarshal(t, &f) == nil && f.Function.Name != "" && len(f.Function.Parameters) > 0 {
+			params[f.Function.Name] = f.Function.Parameters
+		}
+	}
+	return params
 }
 
 func toolNames(tools []json.RawMessage) []string {
@@ -313,7 +329,7 @@ func grammarTools(req *Request) ([]chatparse.Tool, error) {
 // grammar converter, the output is free, as before, and the parser reads
 // whatever call the model writes.
 func lazyToolGrammar(m *engine.Model, req *Request, out chatparse.Options) (string, *runner.Lazy, error) {
-	text := chatparse.CallTrigger(out.Format, out.XMLCalls)
+	text := chatparse.CallTrigger(out)
 	if text == "" || m == nil {
 		return "", nil, nil
 	}
@@ -331,7 +347,7 @@ func lazyToolGrammar(m *engine.Model, req *Request, out chatparse.Options) (stri
 	}
 	rule := fmt.Sprintf("<[%d]>", trigger)
 	h := sha256.New()
-	fmt.Fprintf(h, "%d\x00%t\x00%t\x00%s\x00", out.Format, out.XMLCalls, out.FencedCalls, rule)
+	fmt.Fprintf(h, "%d\x00%t\x00%t\x00%t\x00%t\x00%s\x00", out.Format, out.XMLCalls, out.ArgKeyCalls, out.DSMLToolCalls, out.FencedCalls, rule)
 	for _, t := range req.Tools {
 		h.Write(t)
 		h.Write([]byte{0})
