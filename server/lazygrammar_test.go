@@ -11,7 +11,8 @@ import (
 
 // A call the model starts under tool_choice "auto" keeps to its
 // function's schema (a lazy grammar from the family's call token, as
-// llama-server's lazy grammar triggers): the scripted models write
+// llama-server's lazy grammar triggers; in the family's own markup,
+// Qwen3-Coder's and GLM's key-value parameters too): the scripted models write
 // {"city": "Paris", …}, which a schema allowing only "Lyon" and no other
 // property refuses; what they write before the call (Qwen3's thinking,
 // where a call token would be text) is untouched. "none" shows no tools
@@ -25,6 +26,9 @@ func TestLazyToolGrammar(t *testing.T) {
 	}{
 		{"Qwen-Qwen3-0.6B.jinja", testmodels.Qwen3, testmodels.FamilyReasoning},
 		{"ibm-granite-granite-4.0.jinja", testmodels.Granite4, ""},
+		// Key-value parameters, held in the family's own markup.
+		{"Qwen3-Coder.jinja", testmodels.Qwen3Coder, ""},
+		{"GLM-4.6.jinja", testmodels.GLM46, testmodels.FamilyReasoning},
 	} {
 		t.Run(f.template, func(t *testing.T) {
 			ts, _ := startFamilyServer(t, f.script(familyTemplate(t, f.template)))
