@@ -157,6 +157,7 @@ var scriptedFamilies = []scriptedFamily{
 	{"poolside-Laguna-XS-2.1.jinja", testmodels.LagunaXS, false, "", ""},
 	{"poolside-Laguna-XS.2.jinja", testmodels.LagunaXS, false, "", ""},
 	{"unsloth-Apriel-1.5.jinja", testmodels.Apriel15, true, "", ""},
+	{"Apriel-1.6-15b-Thinker-fixed.jinja", testmodels.Apriel16, false, "", ""},
 	{"MiniMax-M1.jinja", testmodels.MiniMaxM1, true, "", ""},
 	{"CohereForAI-c4ai-command-r-plus-tool_use.jinja", testmodels.CommandRPlus, true, "", ""},
 	{"GigaChat3-10B-A1.8B.jinja", testmodels.GigaChat3, true, "", ""},
@@ -192,7 +193,11 @@ var listedDifferences = map[string]string{
 	// after "<|CHATBOT_TOKEN|>" written by the model; one that follows
 	// the generation prompt's does not match its autoparser's analysis.
 	"CohereForAI-c4ai-command-r-plus-tool_use.jinja/turn2": "llama-server fails on a plain answer (500 \"does not match the expected peg-native format\"; streamed, nothing); Tadpole gives it as content",
-	"Apertus-8B-Instruct.jinja/turn1":                      "llama-server leaves <|inner_prefix|>…<|inner_suffix|> (the template's thoughts block) in content; Tadpole gives it as reasoning",
+	// Apriel 1.6's generation prompt opens the reasoning with a line of
+	// text ("Here are my reasoning steps:\n") instead of a tag.
+	"Apriel-1.6-15b-Thinker-fixed.jinja/turn1": "llama-server counts the generation prompt's opening line \"Here are my reasoning steps:\\n\" as reasoning and keeps the newline before [BEGIN FINAL RESPONSE]; Tadpole gives the model's reasoning, trimmed",
+	"Apriel-1.6-15b-Thinker-fixed.jinja/turn2": "llama-server counts the generation prompt's opening line \"Here are my reasoning steps:\\n\" as reasoning; Tadpole gives the model's (none)",
+	"Apertus-8B-Instruct.jinja/turn1":          "llama-server leaves <|inner_prefix|>…<|inner_suffix|> (the template's thoughts block) in content; Tadpole gives it as reasoning",
 	// The old Qwen/DeepSeek thinking templates (llama-server's patch
 	// for them takes bare <think>/</think> as the markers): the newline
 	// the prompt writes after <think> and the one before </think> stay

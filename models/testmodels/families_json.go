@@ -277,6 +277,27 @@ func Apriel15(tmpl string) FamilyScript {
 	}
 }
 
+// Apriel16 is the scripted Apriel 1.6 Thinker model
+// (Apriel-1.6-15b-Thinker-fixed.jinja): its prompt ends
+// "<|begin_assistant|>\nHere are my reasoning steps:\n", so it writes
+//
+//	REASONING\n[BEGIN FINAL RESPONSE]\n<tool_calls>[{"name": "get_weather", "arguments": ARGUMENTS}]</tool_calls><|end|>
+//
+// and after the tool result (a <|begin_tool_result|> turn holding its
+// "sky"), "[BEGIN FINAL RESPONSE]\n" and the answer.
+func Apriel16(tmpl string) FamilyScript {
+	turn1 := append(append([]string(nil), familyReasoning...), "\n[BEGIN FINAL RESPONSE]\n", "<tool_calls>",
+		`[{"name": "`+FamilyTool+`", "arguments": `)
+	turn1 = append(append(turn1, familyArguments...), "}]", "</tool_calls>", "<|end|>")
+	return FamilyScript{
+		Name: "Tadpole scripted Apriel 1.6 test model", Template: tmpl,
+		Specials:   []string{"<|begin_system|>", "<|begin_user|>", "<|begin_assistant|>", "<|end|>", "<|begin_tool_result|>", "<|begin_content|>"},
+		UserTokens: []string{"<tool_calls>", "</tool_calls>"},
+		Trigger:    "<0x0A>", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append(append([]string{"[BEGIN FINAL RESPONSE]\n"}, familyAnswer...), "<|end|>"),
+	}
+}
+
 // MiniMaxM1 is the scripted MiniMax M1 model (MiniMax-M1.jinja; no
 // reasoning): after "<beginning_of_sentence>ai name=assistant\n",
 //

@@ -268,6 +268,9 @@ var thinkingTags = [][2]string{
 	{"<think" + hy3Suffix, "</think" + hy3Suffix},         // Hunyuan 3
 	{k3Open + "think" + k3Sep, k3Close + "think" + k3Sep}, // Kimi K3
 	{"<mm:think>", m3ThinkEnd},                            // MiniMax M3
+	// Apriel 1.6: no tags; its generation prompt opens the reasoning
+	// with this line and the model ends it with the marker.
+	{"Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]"},
 }
 
 // callMarker is markup that opens a tool call: blocks end at close;

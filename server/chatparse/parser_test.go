@@ -133,6 +133,9 @@ var parseCases = []parseCase{
 		text: `{"name": "get_time"}`, content: `{"name": "get_time"}`, warn: true},
 	{name: "thinking", o: Options{Thinking: true},
 		text: "<think>\nHmm, 2+2.\n</think>\n\nIt is 4.", thinking: "Hmm, 2+2.", content: "It is 4."},
+	{name: "apriel 1.6: reasoning to its marker, then calls", o: Options{Format: ToolCallsTag, Tools: weather, Thinking: true, StartInThinking: true, ThinkingEnd: "[BEGIN FINAL RESPONSE]"},
+		text:     "Paris, so get_weather.\n[BEGIN FINAL RESPONSE]\n<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]</tool_calls>",
+		thinking: "Paris, so get_weather.", calls: []call{{"get_weather", `{"city":"Paris"}`}}},
 	{name: "thinking already open", o: Options{Thinking: true, StartInThinking: true},
 		text: "Hmm.</think>It is 4.", thinking: "Hmm.", content: "It is 4."},
 	{name: "thinking not closed", o: Options{Thinking: true},
@@ -486,6 +489,7 @@ func TestOpensThinking(t *testing.T) {
 		"<|im_start|>assistant\n<think>\n":                                 true,
 		"<｜hy_Assistant:opensource｜><think:opensource>":                    true,
 		"[/INST][THINK]":                                                   true,
+		"\n<|begin_assistant|>\nHere are my reasoning steps:\n":            true,
 		"<｜hy_Assistant:opensource｜><think:opensource></think:opensource>": false,
 		"<|im_start|>assistant\n":                                          false,
 	} {
