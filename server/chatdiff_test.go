@@ -525,6 +525,9 @@ func forcedCall(tmpl string, hasTools bool) string {
 	root, _, _ := strings.Cut(g, "\n")
 	root = strings.TrimLeft(strings.TrimPrefix(root, "root ::= "), "( ") // (one branch per function: the first)
 	how := "a bare JSON call object, not the family's markup"
+	if f == chatparse.Llama3 || f == chatparse.Generic {
+		how = "a bare JSON call object, the family's own form"
+	}
 	if strings.HasPrefix(root, `"`) {
 		// (the literal the call starts with; then a JSON object or list)
 		end := 1

@@ -47,6 +47,9 @@ func named(o Options) (m namedMarkup, ok bool) {
 			after:  deepSeekCallEnd}, true
 	case FunctionTag:
 		return namedMarkup{before: func(n string) string { return "<function=" + n + ">" }, after: "</function>"}, true
+	case Functionary:
+		// functionary v3.2: ">>>NAME\n{…}", a block per call.
+		return namedMarkup{before: func(n string) string { return ">>>" + n + "\n" }}, true
 	case Apertus:
 		// [{"NAME": {…}}] between its block tokens.
 		return namedMarkup{begin: apertusCallsBegin + "[", end: "]" + apertusCallsEnd,

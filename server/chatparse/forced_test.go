@@ -55,6 +55,9 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 		{"dsml-v4", chatparse.Options{Format: chatparse.DSML, DSMLToolCalls: true}, "<｜DSML｜tool_calls>\n<｜DSML｜invoke name="},
 		{"hy3", chatparse.Options{Format: chatparse.Hy3}, "<tool_sep:opensource>"},
 		{"minicpm5", chatparse.Options{Format: chatparse.MiniCPM5}, `<param name="`},
+		{"functionary-v3.2", chatparse.Options{Format: chatparse.Functionary}, ">>>"},
+		{"tool-calls-tag", chatparse.Options{Format: chatparse.ToolCallsTag}, "<tool_calls>[{"},
+		{"firefunction", chatparse.Options{Format: chatparse.FireFunction}, "functools[{"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, only := range []string{"", "add", "label"} {
@@ -302,7 +305,8 @@ func TestFamilyMarkupGrammarsTakeAnyName(t *testing.T) {
 		{Format: chatparse.Kimi}, {Format: chatparse.DeepSeek}, {Format: chatparse.FunctionTag}, {Format: chatparse.Apertus},
 		{Format: chatparse.Hermes, XMLCalls: true}, {Format: chatparse.Hermes, XMLCalls: true, ArgKeyCalls: true},
 		{Format: chatparse.Seed}, {Format: chatparse.MiniMax}, {Format: chatparse.DSML}, {Format: chatparse.DSML, DSMLToolCalls: true},
-		{Format: chatparse.Hy3}, {Format: chatparse.MiniCPM5},
+		{Format: chatparse.Hy3}, {Format: chatparse.MiniCPM5}, {Format: chatparse.Functionary},
+		{Format: chatparse.ToolCallsTag}, {Format: chatparse.FireFunction},
 	} {
 		thinking := base
 		thinking.FencedCalls, thinking.Thinking = true, true

@@ -131,14 +131,17 @@ func callSchema(o Options, tools []Tool, only string) ([]byte, []string, error) 
 // Grammar is a GBNF grammar (root rule "root") whose every output is one
 // call, in o.Format's syntax (the family's own markup around the
 // arguments for the formats that name the function outside the JSON:
-// Kimi K2, DeepSeek, function tags, Apertus (named); the arguments as
-// key-value fields in the family's markup for Qwen3-Coder-style and
-// GLM-style Hermes calls, Seed-OSS, MiniMax M2, DSML, Hunyuan 3 and
-// MiniCPM5 (keyValue); a bare call object for the others, which the
-// parser takes too), of one of tools (only that one when only is
-// set) with arguments valid against its parameters schema (harmony: one
-// function's message to=functions.NAME, or a bare call object in a
-// commentary message when several may be called): for OpenAI's
+// Kimi K2, DeepSeek, function tags, Apertus, functionary v3.2 (named);
+// the arguments as key-value fields in the family's markup for
+// Qwen3-Coder-style and GLM-style Hermes calls, Seed-OSS, MiniMax M2,
+// DSML, Hunyuan 3 and MiniCPM5 (keyValue); the call object between the
+// family's markup (callMarkup: Hermes JSON, Mistral, Command R, granite,
+// Nemotron Nano 2, GigaChat, Apriel's <tool_calls>, firefunction); a
+// bare call object for the others, which the parser takes too), of one
+// of tools (only that one when only is set) with arguments valid
+// against its parameters schema (harmony: one function's message
+// to=functions.NAME, or a bare call object in a commentary message when
+// several may be called): for OpenAI's
 // tool_choice "required" or a named function. With o.Thinking the model
 // may think first, in a block of any of the thinking tag pairs; with
 // o.StartInThinking it must first end the block the prompt opened.
@@ -237,6 +240,12 @@ var callMarkup = map[Format]struct{ trigger, open, close string }{
 	GigaChat: {gigaCall, "", ""},
 	// GigaChat 3.1: its <|function_call|> token, then the object.
 	GigaChat31: {gigaFunctionCall, "", ""},
+	// Apriel: <tool_calls>[{…}, …]</tool_calls>. (MiniMax M1's template
+	// writes one object a line inside the tags; forced, it gets the list,
+	// which the parser reads as well.)
+	ToolCallsTag: {toolCallsTagBegin, "[", "]" + toolCallsTagEnd},
+	// firefunction v2: functools[{…}, …], to the end of the output.
+	FireFunction: {strings.TrimSuffix(fireFunctionCalls, "["), "[", "]"},
 }
 
 // CallTrigger is the text that starts a call in o's format, where a
@@ -252,7 +261,9 @@ func CallTrigger(o Options) string {
 		return m.trigger
 	}
 	switch o.Format {
-	case Mistral:
+	case Mistral, ToolCallsTag, FireFunction:
+		// (<tool_calls> holds a list from Apriel, an object a line from
+		// MiniMax M1; "functools" is no token of its own.)
 		return ""
 	case Kimi:
 		return kimiSectionBegin
