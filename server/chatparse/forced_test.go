@@ -56,6 +56,7 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 		{"hy3", chatparse.Options{Format: chatparse.Hy3}, "<tool_sep:opensource>"},
 		{"minicpm5", chatparse.Options{Format: chatparse.MiniCPM5}, `<param name="`},
 		{"functionary-v3.2", chatparse.Options{Format: chatparse.Functionary}, ">>>"},
+		{"gemma4", chatparse.Options{Format: chatparse.Gemma4}, "<|tool_call>call:"},
 		{"tool-calls-tag", chatparse.Options{Format: chatparse.ToolCallsTag}, "<tool_calls>[{"},
 		{"firefunction", chatparse.Options{Format: chatparse.FireFunction}, "functools[{"},
 	} {
@@ -181,8 +182,9 @@ func sample(t *testing.T, m *engine.Model, g string, seed int64, max int) (strin
 	return string(append(out, d.Flush()...)), false
 }
 
-// tool_choice "auto" on Kimi K2, DeepSeek and the key-value formats
-// (Qwen3-Coder, GLM, Seed-OSS, MiniMax M2, DSML, Hunyuan 3, MiniCPM5):
+// tool_choice "auto" on Kimi K2, DeepSeek, Gemma 4 and the key-value
+// formats (Qwen3-Coder, GLM, Seed-OSS, MiniMax M2, DSML, Hunyuan 3,
+// MiniCPM5):
 // from the token that opens the calls section (or a call), the lazy
 // grammar holds every call the model writes to the family's markup and
 // its function's schema (Kimi's calls numbered as the model numbers
@@ -218,6 +220,7 @@ func TestLazyCallsInFamilyMarkup(t *testing.T) {
 		{chatparse.Options{Format: chatparse.DSML, DSMLToolCalls: true}, "</｜DSML｜invoke>", "</｜DSML｜tool_calls>"},
 		{chatparse.Options{Format: chatparse.Hy3}, "</tool_call:opensource>", "</tool_calls:opensource>"},
 		{chatparse.Options{Format: chatparse.MiniCPM5}, "</function>", ""},
+		{chatparse.Options{Format: chatparse.Gemma4}, "<tool_call|>", ""},
 	} {
 		o := tc.o
 		trigger := chatparse.CallTrigger(o)
@@ -306,7 +309,7 @@ func TestFamilyMarkupGrammarsTakeAnyName(t *testing.T) {
 		{Format: chatparse.Hermes, XMLCalls: true}, {Format: chatparse.Hermes, XMLCalls: true, ArgKeyCalls: true},
 		{Format: chatparse.Seed}, {Format: chatparse.MiniMax}, {Format: chatparse.DSML}, {Format: chatparse.DSML, DSMLToolCalls: true},
 		{Format: chatparse.Hy3}, {Format: chatparse.MiniCPM5}, {Format: chatparse.Functionary},
-		{Format: chatparse.ToolCallsTag}, {Format: chatparse.FireFunction},
+		{Format: chatparse.ToolCallsTag}, {Format: chatparse.FireFunction}, {Format: chatparse.Gemma4},
 	} {
 		thinking := base
 		thinking.FencedCalls, thinking.Thinking = true, true

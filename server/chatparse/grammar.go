@@ -148,6 +148,9 @@ func callSchema(o Options, tools []Tool, only string) ([]byte, []string, error) 
 // Parameters the grammar converter cannot hold the output to (see
 // engine/grammar) are an error naming the function.
 func Grammar(o Options, tools []Tool, only string) (string, error) {
+	if o.Format == Gemma4 {
+		return gemma4Grammar(o, tools, only)
+	}
 	g, ok, err := kvGrammar(o, tools, only)
 	if !ok {
 		g, ok, err = namedGrammar(o, tools, only)
@@ -255,7 +258,7 @@ var callMarkup = map[Format]struct{ trigger, open, close string }{
 // (Mistral, whose newer models write [TOOL_CALLS]name[ARGS]{…} where
 // the older wrote [TOOL_CALLS][{…}]). Kimi K2's, DeepSeek's, MiniMax
 // M2's, DSML's and Hunyuan 3's trigger is the token that opens their
-// calls section.
+// calls section; Gemma 4's opens each call.
 func CallTrigger(o Options) string {
 	if m, ok := keyValue(o); ok {
 		return m.trigger
@@ -269,6 +272,8 @@ func CallTrigger(o Options) string {
 		return kimiSectionBegin
 	case DeepSeek:
 		return deepSeekCallsBegin
+	case Gemma4:
+		return gemma4CallBegin
 	}
 	return callMarkup[o.Format].trigger
 }
@@ -294,6 +299,9 @@ func XMLCalls(template string) bool {
 // the model writes before the token (thinking, content) is free, and
 // once the calls end only the end of the output may follow.
 func LazyGrammar(o Options, tools []Tool, triggerRule string) (string, error) {
+	if o.Format == Gemma4 {
+		return gemma4LazyGrammar(tools, triggerRule)
+	}
 	if g, ok, err := kvLazyGrammar(o, tools, triggerRule); ok {
 		return g, err
 	}

@@ -1,0 +1,291 @@
+package chatparse
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tadpole-llm/tadpole/engine/grammar"
+)
+
+// Gemma 4's call grammars: <|tool_call>call:NAME{key:value,…}<tool_call|>
+// in the template's own value syntax (gemma4.go), not JSON. The grammar
+// holds the call to one of the tools by name, its keys to the
+// function's properties (any key where it lists none), a string-only
+// property to a <|"|>-quoted string (one of its values where it lists an
+// enum or const), a number, integer or boolean property to that type, and
+// any other value to Gemma 4's value syntax. llama-server's grammar for
+// Gemma 4 holds the name only (the arguments to the value syntax, keys
+// free); number ranges, nested schemas and required keys are not held
+// here either (the converter writes JSON, and Gemma 4 does not).
+
+// gemma4Rules are the value syntax's rules; tadpole-g4-chars is any text
+// without <|"|> (a matcher of the quote: each rule is how much of it was
+// just read; the text may end in any of them, since the quote's first
+// character comes once in it).
+const gemma4Rules = `tadpole-g4-string ::= "<|\"|>" tadpole-g4-chars "<|\"|>"
+tadpole-g4-chars ::= | [^<] tadpole-g4-chars | "<" tadpole-g4-c1
+tadpole-g4-c1 ::= | [^<|] tadpole-g4-chars | "<" tadpole-g4-c1 | "|" tadpole-g4-c2
+tadpole-g4-c2 ::= | [^<\"] tadpole-g4-chars | "<" tadpole-g4-c1 | "\"" tadpole-g4-c3
+tadpole-g4-c3 ::= | [^<|] tadpole-g4-chars | "<" tadpole-g4-c1 | "|" tadpole-g4-c4
+tadpole-g4-c4 ::= | [^<>] tadpole-g4-chars | "<" tadpole-g4-c1
+tadpole-g4-value ::= tadpole-g4-string | tadpole-g4-dict | tadpole-g4-array | tadpole-g4-number | tadpole-g4-bool | "null"
+tadpole-g4-dict ::= "{" (tadpole-g4-member ("," tadpole-g4-member)*)? "}"
+tadpole-g4-member ::= tadpole-g4-key ":" tadpole-g4-value
+tadpole-g4-key ::= [^:{}<,\[\]" \n]{1,64}
+tadpole-g4-array ::= "[" (tadpole-g4-value ("," tadpole-g4-value)*)? "]"
+tadpole-g4-number ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?
+tadpole-g4-integer ::= "-"? ("0" | [1-9] [0-9]{0,15})
+tadpole-g4-bool ::= "true" | "false"
+`
+
+// gemma4Property is what a grammar of Gemma 4's calls knows of a
+// property's schema.
+type gemma4Property struct {
+	Type  json.RawMessage   `json:"type"`
+	Enum  []json.RawMessage `json:"enum"`
+	Const json.RawMessage   `json:"const"`
+	Ref   string            `json:"$ref"`
+}
+
+// value is the GBNF of the property's value (raw, its schema), and the
+// rules it needs, named after rule: a string-only property is a quoted
+// string (one of its enum or const values where it lists them); one
+// whose values are all scalars that Gemma 4 writes as JSON does (numbers,
+// booleans, null) is held to its schema by the JSON converter; any other
+// is Gemma 4's value syntax.
+func (p gemma4Property) value(raw json.RawMessage, rule string) (string, []string, error) {
+	vals := p.Enum
+	if len(p.Const) > 0 {
+		vals = []json.RawMessage{p.Const}
+	}
+	var t string
+	json.Unmarshal(p.Type, &t)
+	if len(vals) > 0 {
+		var alts []string
+		for _, v := range vals {
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				alts = nil
+				break
+			}
+			alts = append(alts, gbnfLiteral(gemma4Quote+s+gemma4Quote))
+		}
+		if alts != nil {
+			return "(" + strings.Join(alts, " | ") + ")", nil, nil
+		}
+		scalar := true
+		for _, v := range vals {
+			v = bytes.TrimSpace(v)
+			scalar = scalar && len(v) > 0 && v[0] != '"' && v[0] != '{' && v[0] != '['
+		}
+		if !scalar {
+			return "tadpole-g4-value", nil, nil
+		}
+	} else {
+		switch t {
+		case "string":
+			return "tadpole-g4-string", nil, nil
+		case "number", "integer", "boolean", "null":
+		default:
+			return "tadpole-g4-value", nil, nil
+		}
+	}
+	g, err := grammar.FromSchema(raw)
+	if err != nil {
+		return "", nil, err
+	}
+	return rule + "root", renameRules(g, rule), nil
+}
+
+// renameRules are grammar g's rules with every rule name prefixed.
+func renameRules(g, prefix string) []string {
+	names := map[string]bool{}
+	lines := strings.Split(strings.TrimSpace(g), "\n")
+	for _, l := range lines {
+		name, _, _ := strings.Cut(l, " ::= ")
+		names[name] = true
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		name, body, _ := strings.Cut(l, " ::= ")
+		var b strings.Builder
+		for j := 0; j < len(body); {
+			c := body[j]
+			switch {
+			case c == '"' || c == '[':
+				end := byte('"')
+				if c == '[' {
+					end = ']'
+				}
+				k := j + 1
+				for k < len(body) && body[k] != end {
+					if body[k] == '\\' {
+						k++
+					}
+					k++
+				}
+				k = min(k+1, len(body))
+				b.WriteString(body[j:k])
+				j = k
+			case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+				k := j
+				for k < len(body) && (body[k] >= 'a' && body[k] <= 'z' || body[k] >= 'A' && body[k] <= 'Z' || body[k] >= '0' && body[k] <= '9' || body[k] == '-') {
+					k++
+				}
+				if names[body[j:k]] {
+					b.WriteString(prefix)
+				}
+				b.WriteString(body[j:k])
+				j = k
+			default:
+				b.WriteByte(c)
+				j++
+			}
+		}
+		out[i] = prefix + name + " ::= " + b.String()
+	}
+	return out
+}
+
+// gemma4Calls is the GBNF of one Gemma 4 call of one of tools (only that
+// one when only is set), "call:NAME{…}" without the markers around it,
+// as the body of rule tadpole-g4-call, with the rules it needs.
+func gemma4Calls(tools []Tool, only string) (string, error) {
+	var alts, rules []string
+	for i, t := range tools {
+		if only != "" && t.Name != only {
+			continue
+		}
+		var s struct {
+			Properties  map[string]json.RawMessage `json:"properties"`
+			Required    []string                   `json:"required"`
+			Defs        map[string]json.RawMessage `json:"$defs"`
+			Definitions map[string]json.RawMessage `json:"definitions"`
+		}
+		if p := strings.TrimSpace(string(t.Parameters)); p != "" && p != "null" {
+			if err := json.Unmarshal(t.Parameters, &s); err != nil {
+				return "", fmt.Errorf("function %q: parameters must be a JSON schema object", t.Name)
+			}
+		}
+		// Required properties first, in the schema's order, each once;
+		// then optional ones, any number; any key where none are listed.
+		members := "(tadpole-g4-member (\",\" tadpole-g4-member)*)?"
+		if len(s.Properties) > 0 {
+			field := func(k string) (string, error) {
+				raw := s.Properties[k]
+				var p gemma4Property
+				for range 8 { // a property that is a local reference: its definition
+					if err := json.Unmarshal(raw, &p); err != nil {
+						return "", fmt.Errorf("function %q: property %q: %v", t.Name, k, err)
+					}
+					if d, ok := strings.CutPrefix(p.Ref, "#/$defs/"); ok && s.Defs[d] != nil {
+						raw = s.Defs[d]
+					} else if d, ok := strings.CutPrefix(p.Ref, "#/definitions/"); ok && s.Definitions[d] != nil {
+						raw = s.Definitions[d]
+					} else {
+						break
+					}
+					p = gemma4Property{}
+				}
+				if p.Ref != "" {
+					raw, p = json.RawMessage(`{}`), gemma4Property{} // any value
+				}
+				v, more, err := p.value(raw, fmt.Sprintf("tadpole-g4-p%d-%d-", i, len(rules)))
+				if err != nil {
+					return "", fmt.Errorf("function %q: property %q: %v", t.Name, k, err)
+				}
+				rules = append(rules, more...)
+				return gbnfLiteral(k+":") + " " + v, nil
+			}
+			required := map[string]bool{}
+			var seq []string
+			for _, k := range s.Required {
+				if _, ok := s.Properties[k]; !ok || required[k] {
+					continue
+				}
+				required[k] = true
+				f, err := field(k)
+				if err != nil {
+					return "", err
+				}
+				seq = append(seq, f)
+			}
+			keys := make([]string, 0, len(s.Properties))
+			for k := range s.Properties {
+				if !required[k] {
+					keys = append(keys, k)
+				}
+			}
+			sort.Strings(keys)
+			var opt []string
+			for _, k := range keys {
+				f, err := field(k)
+				if err != nil {
+					return "", err
+				}
+				opt = append(opt, f)
+			}
+			members = strings.Join(seq, ` "," `)
+			if len(opt) > 0 {
+				rule := fmt.Sprintf("tadpole-g4-opt-%d", i)
+				rules = append(rules, rule+" ::= "+strings.Join(opt, " | "))
+				if members == "" {
+					members = fmt.Sprintf(`(%s ("," %s)*)?`, rule, rule)
+				} else {
+					members += fmt.Sprintf(` ("," %s)*`, rule)
+				}
+			}
+		}
+		alts = append(alts, fmt.Sprintf(`%s "{" %s "}"`, gbnfLiteral("call:"+t.Name), members))
+	}
+	if len(alts) == 0 {
+		return "", fmt.Errorf("no function named %q among the tools", only)
+	}
+	return "tadpole-g4-call ::= " + strings.Join(alts, " | ") + "\n" + strings.Join(append(rules, ""), "\n") + gemma4Rules, nil
+}
+
+// gemma4Grammar is Grammar for Gemma 4: one call.
+func gemma4Grammar(o Options, tools []Tool, only string) (string, error) {
+	rules, err := gemma4Calls(tools, only)
+	if err != nil {
+		return "", err
+	}
+	return withThinking(o, fmt.Sprintf("root ::= %s tadpole-g4-call %s\n%s", gbnfLiteral(gemma4CallBegin), gbnfLiteral(gemma4CallEnd), rules)), nil
+}
+
+// gemma4LazyGrammar is LazyGrammar for Gemma 4: from the call token
+// (triggerRule), calls, each closed by <tool_call|>; further calls each
+// open with triggerRule again.
+func gemma4LazyGrammar(tools []Tool, triggerRule string) (string, error) {
+	rules, err := gemma4Calls(tools, "")
+	if err != nil {
+		return "", err
+	}
+	call := fmt.Sprintf("%s tadpole-g4-call %s", triggerRule, gbnfLiteral(gemma4CallEnd))
+	return fmt.Sprintf("root ::= %s ([ \\n]{0,2} %s)*\n%s", call, call, rules), nil
+}
+
+// gbnfLiteral is s as a GBNF string literal.
+func gbnfLiteral(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02X`, r)
+		case r == utf8.RuneError:
+			b.WriteString(`\uFFFD`) // (invalid UTF-8 in s)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
