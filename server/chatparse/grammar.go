@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -197,20 +198,31 @@ func withThinking(o Options, g string) string {
 	}
 	body, rules, _ := strings.Cut(g, "\n")
 	call := strings.TrimPrefix(body, "root ::= ")
-	opt := "?"
+	// A block may follow a newline or two (GLM writes "\n<think>" after
+	// its generation prompt); without a block, so may the call.
+	opt := `[ \n]{0,2} tadpole-thinking?`
 	if o.StartInThinking {
-		opt = "" // the output starts inside the block: it must end it
+		opt = "tadpole-thinking" // the output starts inside the block: it must end it
 	}
-	return fmt.Sprintf("root ::= tadpole-thinking%s (%s)\ntadpole-thinking ::= %s\n%s", opt, call, thinkingRule(o.StartInThinking), rules)
+	return fmt.Sprintf("root ::= %s (%s)\ntadpole-thinking ::= %s\n%s", opt, call, thinkingRule(o.StartInThinking, o.ThinkingEnd), rules)
 }
 
-// thinkingRule is GBNF for a thinking block in any of the tag pairs,
+// thinkingRule is GBNF for a thinking block in any of the tag pairs (the
+// pair of the template's close tag end, where it names one of them),
 // without its open tag when the prompt opened it, and the whitespace
 // after it. The text inside never holds the close tag's first two
-// characters ("</" for "</think>"), which keeps the rule simple.
-func thinkingRule(opened bool) string {
+// characters ("</" for "</think>"), which keeps the rule simple. Only
+// the template's pair where it is known: the text of another pair's
+// block may hold the template's close and a call (Apriel's "[BEGIN
+// FINAL RESPONSE]" block takes any text without "[B"), so a model that
+// starts in its block could write a call the grammar never held.
+func thinkingRule(opened bool, end string) string {
+	tags := thinkingTags
+	if i := slices.IndexFunc(thinkingTags, func(t [2]string) bool { return t[1] == end }); end != "" && i >= 0 {
+		tags = thinkingTags[i : i+1]
+	}
 	var alts []string
-	for _, t := range thinkingTags {
+	for _, t := range tags {
 		open := strconv.Quote(t[0]) + " "
 		if opened {
 			open = ""

@@ -27,7 +27,7 @@ func TestGrammar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(g, "get_weather") || !strings.HasPrefix(g, "root ::= tadpole-thinking? ") {
+	if strings.Contains(g, "get_weather") || !strings.HasPrefix(g, "root ::= [ \\n]{0,2} tadpole-thinking? ") {
 		t.Fatalf("named, thinking:\n%s", g)
 	}
 	if _, err := Grammar(Options{}, tools, "nope"); err == nil {
@@ -244,5 +244,26 @@ func TestCallTriggerXMLCalls(t *testing.T) {
 		if err != nil || !strings.Contains(g, want) {
 			t.Errorf("%q: lazy grammar without %s (%v):\n%s", tmpl, want, err, g)
 		}
+	}
+}
+
+// A model that starts inside its thinking block must end it with its
+// template's close tag: another pair's block (Apriel's "[BEGIN FINAL
+// RESPONSE]" takes any text without "[B") would let it write the
+// template's close and a call the grammar never held.
+func TestGrammarThinkingOwnPair(t *testing.T) {
+	tools := []Tool{{Name: "f", Parameters: []byte(`{"type": "object", "properties": {"a": {"enum": ["x"]}}, "required": ["a"]}`)}}
+	g, err := Grammar(Options{Format: Hermes, XMLCalls: true, Thinking: true, StartInThinking: true, ThinkingEnd: "</think>"}, tools, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := g[strings.Index(g, "tadpole-thinking ::="):]
+	rule, _, _ = strings.Cut(rule, "\n")
+	if !strings.Contains(rule, `"</think>"`) || strings.Contains(rule, "BEGIN FINAL") || strings.Contains(rule, "[/THINK]") {
+		t.Fatalf("thinking rule %s", rule)
+	}
+	g, _ = Grammar(Options{Format: Hermes, XMLCalls: true, Thinking: true, StartInThinking: true}, tools, "")
+	if !strings.Contains(g, `"[/THINK]"`) {
+		t.Fatalf("no template close: every pair\n%s", g)
 	}
 }

@@ -1,0 +1,66 @@
+package server
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tadpole-llm/tadpole/models/testmodels"
+)
+
+// tool_choice "required" or a named function on the families whose
+// calls carry key-value parameters forces a call in the family's own
+// markup (Qwen 3.5's <function=…><parameter=…>, GLM's <arg_key>,
+// MiniMax M2's <invoke>, Seed-OSS's <seed:tool_call>): the scripted
+// models, which would write the city Paris, call a declared function
+// with the only values the schema allows, and a string property whose
+// value looks like a number comes back a string, as llama-server types
+// it. A schema the
+// grammar cannot hold is a 400 naming the function.
+func TestForcedToolCallFamilyMarkup(t *testing.T) {
+	const schema = `{"type": "object", "properties": {"city": {"type": "string", "enum": ["Lyon"]}, "code": {"enum": ["18"]}}, "required": ["city", "code"], "additionalProperties": false}`
+	for _, f := range []struct {
+		template string
+		script   func(string) testmodels.FamilyScript
+	}{
+		{"Qwen-Qwen3-0.6B.jinja", testmodels.Qwen3},
+		{"Qwen3.5-4B.jinja", testmodels.Qwen35},
+		{"GLM-4.6.jinja", testmodels.GLM46},
+		{"MiniMax-M2.jinja", testmodels.MiniMaxM2},
+		{"ByteDance-Seed-OSS.jinja", testmodels.SeedOSS},
+	} {
+		t.Run(f.template, func(t *testing.T) {
+			ts, _ := startFamilyServer(t, f.script(familyTemplate(t, f.template)))
+			req := func(params, choice string) string {
+				return `{"model": "family", "temperature": 0, "max_tokens": 300, "tool_choice": ` + choice + `,
+					"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": ` + params + `}},
+						{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}],
+					"messages": [{"role": "user", "content": "What is the weather in Paris?"}]}`
+			}
+			for _, choice := range []string{`"required"`, `{"type": "function", "function": {"name": "get_weather"}}`} {
+				for _, stream := range []bool{false, true} {
+					got, err := openAIChat(t, ts.URL, req(schema, choice), stream)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var args any
+					if len(got.Calls) == 1 {
+						json.Unmarshal([]byte(got.Calls[0].Args), &args)
+					}
+					// required: either function (the model picks); named: get_weather.
+					ok := len(got.Calls) == 1 && strings.TrimSpace(got.Content) == "" &&
+						(got.Calls[0].Name == "get_weather" && reflect.DeepEqual(args, map[string]any{"city": "Lyon", "code": "18"}) ||
+							choice == `"required"` && got.Calls[0].Name == "get_time" && reflect.DeepEqual(args, map[string]any{}))
+					if !ok {
+						t.Fatalf("tool_choice %s, stream=%v: %s, want one call get_weather {\"city\": \"Lyon\", \"code\": \"18\"} (or, required, get_time {})", choice, stream, got)
+					}
+				}
+			}
+			_, err := openAIChat(t, ts.URL, req(`{"type": "object", "properties": {"x": {"type": "integer", "not": {}}}}`, `"required"`), false)
+			if err == nil || !strings.HasPrefix(err.Error(), "400 ") || !strings.Contains(err.Error(), "get_weather") {
+				t.Fatalf("a schema beyond the grammar: %v, want a 400 naming get_weather", err)
+			}
+		})
+	}
+}
