@@ -57,6 +57,7 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 		{"minicpm5", chatparse.Options{Format: chatparse.MiniCPM5}, `<param name="`},
 		{"functionary-v3.2", chatparse.Options{Format: chatparse.Functionary}, ">>>"},
 		{"gemma4", chatparse.Options{Format: chatparse.Gemma4}, "<|tool_call>call:"},
+		{"lfm2", chatparse.Options{Format: chatparse.LFM2}, "<|tool_call_start|>["},
 		{"tool-calls-tag", chatparse.Options{Format: chatparse.ToolCallsTag}, "<tool_calls>[{"},
 		{"firefunction", chatparse.Options{Format: chatparse.FireFunction}, "functools[{"},
 	} {
@@ -182,7 +183,7 @@ func sample(t *testing.T, m *engine.Model, g string, seed int64, max int) (strin
 	return string(append(out, d.Flush()...)), false
 }
 
-// tool_choice "auto" on Kimi K2, DeepSeek, Gemma 4 and the key-value
+// tool_choice "auto" on Kimi K2, DeepSeek, Gemma 4, LFM2 and the key-value
 // formats (Qwen3-Coder, GLM, Seed-OSS, MiniMax M2, DSML, Hunyuan 3,
 // MiniCPM5):
 // from the token that opens the calls section (or a call), the lazy
@@ -221,6 +222,7 @@ func TestLazyCallsInFamilyMarkup(t *testing.T) {
 		{chatparse.Options{Format: chatparse.Hy3}, "</tool_call:opensource>", "</tool_calls:opensource>"},
 		{chatparse.Options{Format: chatparse.MiniCPM5}, "</function>", ""},
 		{chatparse.Options{Format: chatparse.Gemma4}, "<tool_call|>", ""},
+		{chatparse.Options{Format: chatparse.LFM2}, ")", "]<|tool_call_end|>"},
 	} {
 		o := tc.o
 		trigger := chatparse.CallTrigger(o)
@@ -310,6 +312,7 @@ func TestFamilyMarkupGrammarsTakeAnyName(t *testing.T) {
 		{Format: chatparse.Seed}, {Format: chatparse.MiniMax}, {Format: chatparse.DSML}, {Format: chatparse.DSML, DSMLToolCalls: true},
 		{Format: chatparse.Hy3}, {Format: chatparse.MiniCPM5}, {Format: chatparse.Functionary},
 		{Format: chatparse.ToolCallsTag}, {Format: chatparse.FireFunction}, {Format: chatparse.Gemma4},
+		{Format: chatparse.LFM2},
 	} {
 		thinking := base
 		thinking.FencedCalls, thinking.Thinking = true, true

@@ -149,8 +149,11 @@ func callSchema(o Options, tools []Tool, only string) ([]byte, []string, error) 
 // Parameters the grammar converter cannot hold the output to (see
 // engine/grammar) are an error naming the function.
 func Grammar(o Options, tools []Tool, only string) (string, error) {
-	if o.Format == Gemma4 {
+	switch o.Format {
+	case Gemma4:
 		return gemma4Grammar(o, tools, only)
+	case LFM2:
+		return lfm2Grammar(o, tools, only)
 	}
 	g, ok, err := kvGrammar(o, tools, only)
 	if !ok {
@@ -270,7 +273,7 @@ var callMarkup = map[Format]struct{ trigger, open, close string }{
 // (Mistral, whose newer models write [TOOL_CALLS]name[ARGS]{…} where
 // the older wrote [TOOL_CALLS][{…}]). Kimi K2's, DeepSeek's, MiniMax
 // M2's, DSML's and Hunyuan 3's trigger is the token that opens their
-// calls section; Gemma 4's opens each call.
+// calls section; Gemma 4's opens each call, LFM2's a list of them.
 func CallTrigger(o Options) string {
 	if m, ok := keyValue(o); ok {
 		return m.trigger
@@ -286,6 +289,8 @@ func CallTrigger(o Options) string {
 		return deepSeekCallsBegin
 	case Gemma4:
 		return gemma4CallBegin
+	case LFM2:
+		return lfmCallsBegin
 	}
 	return callMarkup[o.Format].trigger
 }
@@ -311,8 +316,11 @@ func XMLCalls(template string) bool {
 // the model writes before the token (thinking, content) is free, and
 // once the calls end only the end of the output may follow.
 func LazyGrammar(o Options, tools []Tool, triggerRule string) (string, error) {
-	if o.Format == Gemma4 {
+	switch o.Format {
+	case Gemma4:
 		return gemma4LazyGrammar(tools, triggerRule)
+	case LFM2:
+		return lfm2LazyGrammar(tools, triggerRule)
 	}
 	if g, ok, err := kvLazyGrammar(o, tools, triggerRule); ok {
 		return g, err

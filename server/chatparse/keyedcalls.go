@@ -101,6 +101,17 @@ func (p gemma4Property) value(raw json.RawMessage, rule string) (string, []strin
 	return rule + "root", renameRules(g, rule), nil
 }
 
+// pythonLiterals are rules with JSON's literals true, false and null
+// taking Python's True, False and None too.
+func pythonLiterals(rules []string) []string {
+	r := strings.NewReplacer(`"true"`, `("true" | "True")`, `"false"`, `("false" | "False")`, `"null"`, `("null" | "None")`)
+	for i, l := range rules {
+		name, body, _ := strings.Cut(l, " ::= ")
+		rules[i] = name + " ::= " + r.Replace(body)
+	}
+	return rules
+}
+
 // renameRules are grammar g's rules with every rule name prefixed.
 func renameRules(g, prefix string) []string {
 	names := map[string]bool{}
@@ -151,10 +162,59 @@ func renameRules(g, prefix string) []string {
 	return out
 }
 
+// keyedSyntax is how a family writes a call whose arguments are keyed
+// values, not a JSON object: Gemma 4's call:NAME{key:value,…} and LFM2's
+// Python call NAME(key=value, …).
+type keyedSyntax struct {
+	rule       string // the prefix of the grammar's rule names
+	open       func(name string) string
+	keySep     string // between a key and its value
+	sep, close string
+	// value is a property's value (its schema raw, resolved), with the
+	// rules it needs named after rule.
+	value func(p gemma4Property, raw json.RawMessage, rule string) (string, []string, error)
+	// member is a member of any key (for a function without
+	// properties), and its rules.
+	member func(rule string) (string, []string, error)
+}
+
+var gemma4Syntax = keyedSyntax{
+	rule:   "tadpole-g4",
+	open:   func(name string) string { return "call:" + name + "{" },
+	keySep: ":", sep: ",", close: "}",
+	value: func(p gemma4Property, raw json.RawMessage, rule string) (string, []string, error) {
+		return p.value(raw, rule)
+	},
+	member: func(string) (string, []string, error) { return "tadpole-g4-member", nil, nil },
+}
+
+// lfm2Syntax: LFM2's Python calls, each value JSON valid against its
+// property's schema, with Python's True, False and None beside JSON's
+// literals (the template writes Python's; the parser takes both).
+var lfm2Syntax = keyedSyntax{
+	rule:   "tadpole-py",
+	open:   func(name string) string { return name + "(" },
+	keySep: "=", sep: ", ", close: ")",
+	value: func(_ gemma4Property, raw json.RawMessage, rule string) (string, []string, error) {
+		g, err := grammar.FromSchema(raw)
+		if err != nil {
+			return "", nil, err
+		}
+		return rule + "root", pythonLiterals(renameRules(g, rule)), nil
+	},
+	member: func(rule string) (string, []string, error) {
+		g, err := grammar.FromSchema([]byte(`{}`))
+		if err != nil {
+			return "", nil, err
+		}
+		return rule + "member", append(pythonLiterals(renameRules(g, rule)), rule+`member ::= [a-zA-Z_] [a-zA-Z0-9_]{0,63} "=" `+rule+"root"), nil
+	},
+}
+
 // gemma4Calls is the GBNF of one Gemma 4 call of one of tools (only that
 // one when only is set), "call:NAME{…}" without the markers around it,
 // as the body of rule tadpole-g4-call, with the rules it needs.
-func gemma4Calls(tools []Tool, only string) (string, error) {
+func keyedCalls(syn keyedSyntax, tools []Tool, only string) (string, error) {
 	var alts, rules []string
 	for i, t := range tools {
 		if only != "" && t.Name != only {
@@ -173,7 +233,13 @@ func gemma4Calls(tools []Tool, only string) (string, error) {
 		}
 		// Required properties first, in the schema's order, each once;
 		// then optional ones, any number; any key where none are listed.
-		members := "(tadpole-g4-member (\",\" tadpole-g4-member)*)?"
+		member, more, err := syn.member(fmt.Sprintf("%s-any%d-", syn.rule, i))
+		if err != nil {
+			return "", err
+		}
+		rules = append(rules, more...)
+		sep := gbnfLiteral(syn.sep)
+		members := fmt.Sprintf("(%s (%s %s)*)?", member, sep, member)
 		if len(s.Properties) > 0 {
 			field := func(k string) (string, error) {
 				raw := s.Properties[k]
@@ -194,12 +260,23 @@ func gemma4Calls(tools []Tool, only string) (string, error) {
 				if p.Ref != "" {
 					raw, p = json.RawMessage(`{}`), gemma4Property{} // any value
 				}
-				v, more, err := p.value(raw, fmt.Sprintf("tadpole-g4-p%d-%d-", i, len(rules)))
+				if len(s.Defs) > 0 || len(s.Definitions) > 0 {
+					// (nested references point at the function's definitions)
+					doc := map[string]any{"allOf": []json.RawMessage{raw}}
+					if len(s.Defs) > 0 {
+						doc["$defs"] = s.Defs
+					}
+					if len(s.Definitions) > 0 {
+						doc["definitions"] = s.Definitions
+					}
+					raw, _ = json.Marshal(doc)
+				}
+				v, more, err := syn.value(p, raw, fmt.Sprintf("%s-p%d-%d-", syn.rule, i, len(rules)))
 				if err != nil {
 					return "", fmt.Errorf("function %q: property %q: %v", t.Name, k, err)
 				}
 				rules = append(rules, more...)
-				return gbnfLiteral(k+":") + " " + v, nil
+				return gbnfLiteral(k+syn.keySep) + " " + v, nil
 			}
 			required := map[string]bool{}
 			var seq []string
@@ -229,23 +306,29 @@ func gemma4Calls(tools []Tool, only string) (string, error) {
 				}
 				opt = append(opt, f)
 			}
-			members = strings.Join(seq, ` "," `)
+			members = strings.Join(seq, " "+sep+" ")
 			if len(opt) > 0 {
-				rule := fmt.Sprintf("tadpole-g4-opt-%d", i)
+				rule := fmt.Sprintf("%s-opt-%d", syn.rule, i)
 				rules = append(rules, rule+" ::= "+strings.Join(opt, " | "))
 				if members == "" {
-					members = fmt.Sprintf(`(%s ("," %s)*)?`, rule, rule)
+					members = fmt.Sprintf(`(%s (%s %s)*)?`, rule, sep, rule)
 				} else {
-					members += fmt.Sprintf(` ("," %s)*`, rule)
+					members += fmt.Sprintf(` (%s %s)*`, sep, rule)
 				}
 			}
 		}
-		alts = append(alts, fmt.Sprintf(`%s "{" %s "}"`, gbnfLiteral("call:"+t.Name), members))
+		alts = append(alts, fmt.Sprintf(`%s %s %s`, gbnfLiteral(syn.open(t.Name)), members, gbnfLiteral(syn.close)))
 	}
 	if len(alts) == 0 {
 		return "", fmt.Errorf("no function named %q among the tools", only)
 	}
-	return "tadpole-g4-call ::= " + strings.Join(alts, " | ") + "\n" + strings.Join(append(rules, ""), "\n") + gemma4Rules, nil
+	return syn.rule + "-call ::= " + strings.Join(alts, " | ") + "\n" + strings.Join(append(rules, ""), "\n"), nil
+}
+
+// gemma4Calls is keyedCalls in Gemma 4's syntax, with its value rules.
+func gemma4Calls(tools []Tool, only string) (string, error) {
+	g, err := keyedCalls(gemma4Syntax, tools, only)
+	return g + gemma4Rules, err
 }
 
 // gemma4Grammar is Grammar for Gemma 4: one call.
@@ -267,6 +350,26 @@ func gemma4LazyGrammar(tools []Tool, triggerRule string) (string, error) {
 	}
 	call := fmt.Sprintf("%s tadpole-g4-call %s", triggerRule, gbnfLiteral(gemma4CallEnd))
 	return fmt.Sprintf("root ::= %s ([ \\n]{0,2} %s)*\n%s", call, call, rules), nil
+}
+
+// lfm2Grammar is Grammar for LFM2: one call,
+// <|tool_call_start|>[NAME(key=value, …)]<|tool_call_end|>.
+func lfm2Grammar(o Options, tools []Tool, only string) (string, error) {
+	rules, err := keyedCalls(lfm2Syntax, tools, only)
+	if err != nil {
+		return "", err
+	}
+	return withThinking(o, fmt.Sprintf("root ::= %s tadpole-py-call %s\n%s", gbnfLiteral(lfmCallsBegin+"["), gbnfLiteral("]"+lfmCallsEnd), rules)), nil
+}
+
+// lfm2LazyGrammar is LazyGrammar for LFM2: from <|tool_call_start|>
+// (triggerRule), a list of calls and <|tool_call_end|>.
+func lfm2LazyGrammar(tools []Tool, triggerRule string) (string, error) {
+	rules, err := keyedCalls(lfm2Syntax, tools, "")
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("root ::= %s \"[\" tadpole-py-call (\",\" \" \"? tadpole-py-call)* %s\n%s", triggerRule, gbnfLiteral("]"+lfmCallsEnd), rules), nil
 }
 
 // gbnfLiteral is s as a GBNF string literal.

@@ -11,14 +11,27 @@ import (
 )
 
 // Gemma 4's calls are its own syntax (<|tool_call>call:NAME{key:<|"|>…<|"|>}
-// <tool_call|>, control tokens around it): tool_choice "required" or the
-// named function makes the scripted Gemma 4 model, which would call
+// <tool_call|>, control tokens around it), LFM2's Python calls
+// (<|tool_call_start|>[NAME(key="…", …)]<|tool_call_end|>): tool_choice
+// "required" or the named function makes the scripted model, which would call
 // get_weather for Paris, call with the properties the schema requires
 // (an integer in its range it would not write), and "auto" leaves it its own
 // call, held to the schema's property names from its call token on.
-func TestForcedToolCallGemma4(t *testing.T) {
-	testkit.Full(t, "a scripted model in the real server")
-	ts, _ := startFamilyServer(t, testmodels.Gemma4(familyTemplate(t, "google-gemma-4-31B-it.jinja")))
+func TestForcedToolCallOwnSyntax(t *testing.T) {
+	testkit.Full(t, "scripted models in the real server")
+	for _, f := range []struct {
+		template string
+		script   func(string) testmodels.FamilyScript
+	}{
+		{"google-gemma-4-31B-it.jinja", testmodels.Gemma4},
+		{"LFM2.5-8B-A1B.jinja", testmodels.LFM25},
+	} {
+		t.Run(f.template, func(t *testing.T) { forcedOwnSyntax(t, f.template, f.script) })
+	}
+}
+
+func forcedOwnSyntax(t *testing.T, template string, script func(string) testmodels.FamilyScript) {
+	ts, _ := startFamilyServer(t, script(familyTemplate(t, template)))
 	req := func(params, choice string) string {
 		return `{"model": "family", "temperature": 0, "max_tokens": 300, "tool_choice": ` + choice + `,
 			"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": ` + params + `}},
