@@ -158,6 +158,7 @@ var scriptedFamilies = []scriptedFamily{
 	{"poolside-Laguna-XS.2.jinja", testmodels.LagunaXS, false, "", ""},
 	{"unsloth-Apriel-1.5.jinja", testmodels.Apriel15, true, "", ""},
 	{"Apriel-1.6-15b-Thinker-fixed.jinja", testmodels.Apriel16, false, "", ""},
+	{"muse-glimmer.jinja", testmodels.Muse, false, "", ""},
 	{"MiniMax-M1.jinja", testmodels.MiniMaxM1, true, "", ""},
 	{"CohereForAI-c4ai-command-r-plus-tool_use.jinja", testmodels.CommandRPlus, true, "", ""},
 	{"GigaChat3-10B-A1.8B.jinja", testmodels.GigaChat3, true, "", ""},

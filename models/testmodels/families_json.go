@@ -298,6 +298,31 @@ func Apriel16(tmpl string) FamilyScript {
 	}
 }
 
+// Muse is the scripted Muse Glimmer model (muse-glimmer.jinja, its ATEM
+// messages): after "<|start|>assistant",
+//
+//	 to=self<|message|>REASONING<|eom|><|start|>assistant to=get_weather<|message|><atem:function_calls>
+//	<atem:invoke name="get_weather">
+//	<atem:parameter name="city">Paris</atem:parameter>…</atem:invoke>
+//	</atem:function_calls><|eot|>
+//
+// and after the tool result (a "<|start|>tool get_weather" message
+// holding its "sky"), " to=user<|message|>" and the answer.
+func Muse(tmpl string) FamilyScript {
+	turn1 := append([]string{" to=self", "<|message|>"}, familyReasoning...)
+	turn1 = append(turn1, "<|eom|>", "<|start|>", "assistant to="+FamilyTool, "<|message|>", "<atem:function_calls>",
+		"\n<atem:invoke name=\""+FamilyTool+"\">\n", `<atem:parameter name="city">Paris</atem:parameter>`+"\n",
+		`<atem:parameter name="unit">`+familyUnitJSON+`</atem:parameter>`+"\n",
+		`<atem:parameter name="note">`+familyNote+`</atem:parameter>`+"\n", "</atem:invoke>\n", "</atem:function_calls>", "<|eot|>")
+	return FamilyScript{
+		Name: "Tadpole scripted Muse Glimmer test model", Template: tmpl,
+		Specials:   []string{"<|start|>", "<|message|>", "<|eom|>", "<|eot|>"},
+		UserTokens: []string{"<atem:function_calls>", "</atem:function_calls>"},
+		Trigger:    "assistant", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append(append([]string{" to=user", "<|message|>"}, familyAnswer...), "<|eot|>"),
+	}
+}
+
 // MiniMaxM1 is the scripted MiniMax M1 model (MiniMax-M1.jinja; no
 // reasoning): after "<beginning_of_sentence>ai name=assistant\n",
 //

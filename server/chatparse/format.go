@@ -94,12 +94,16 @@ const (
 	// ]<]minimax[>[<invoke name="NAME">]<]minimax[>[<KEY>VALUE…
 	// (minimaxm3.go).
 	MiniMaxM3
+	// Muse: Muse Glimmer's ATEM messages, " to=self<|message|>…<|eom|>",
+	// "<|start|>assistant to=NAME<|message|><atem:function_calls>…"
+	// (muse.go).
+	Muse
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3", ToolCallsTag: "tool-calls-tag", GigaChat: "gigachat", GigaChat31: "gigachat-3.1", FireFunction: "firefunction", MiniCPM5: "minicpm5", MiniMaxM3: "minimax-m3",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3", ToolCallsTag: "tool-calls-tag", GigaChat: "gigachat", GigaChat31: "gigachat-3.1", FireFunction: "firefunction", MiniCPM5: "minicpm5", MiniMaxM3: "minimax-m3", Muse: "muse",
 }
 
 func (f Format) String() string {
@@ -116,6 +120,8 @@ func DetectFormat(template string) Format {
 	switch {
 	case has(harmonyChannel) && has(harmonyMessage):
 		return Harmony
+	case has(museCalls) && has("to=self"):
+		return Muse
 	case has(dsml):
 		return DSML
 	case has(gemma4CallBegin + "call:"):
@@ -363,7 +369,7 @@ func jsonAnswers(f Format) bool {
 // llama-server writes a chat format's preserved tokens.
 func Markup(o Options) []string {
 	var out []string
-	if o.Thinking || o.Format == Harmony {
+	if o.Thinking || o.Format == Harmony || o.Format == Muse {
 		for _, t := range thinkingTags {
 			out = append(out, t[0], t[1])
 		}
@@ -394,6 +400,8 @@ func Markup(o Options) []string {
 		out = append(out, hy3CallBegin, hy3CallEnd, hy3Sep, hy3Tags.key, hy3Tags.keyEnd, hy3Tags.value, hy3Tags.valueEnd)
 	case Harmony:
 		out = append(out, harmonyStart, harmonyChannel, harmonyMessage, harmonyConstrain, harmonyEnd)
+	case Muse:
+		out = append(out, museStart, museMessage, museEOM, museEOT, museCalls, museCallsEnd)
 	}
 	return out
 }

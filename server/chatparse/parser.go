@@ -182,8 +182,11 @@ func earliest(s string, tags []string) (int, string) {
 
 // step decides as much of the buffer as it can (all of it at the end).
 func (p *Parser) step(end bool) Delta {
-	if p.o.Format == Harmony {
+	switch p.o.Format {
+	case Harmony:
 		return p.harmonyStep(end)
+	case Muse:
+		return p.museStep(end)
 	}
 	var d Delta
 	for {

@@ -213,7 +213,7 @@ func outputOptions(req *Request, tmpl, prompt string) chatparse.Options {
 	// tags, a bare close of the thinking), so their parsers run with
 	// tools or without.
 	switch f := chatparse.DetectFormat(tmpl); f {
-	case chatparse.Harmony, chatparse.KimiK3, chatparse.MiniMaxM3:
+	case chatparse.Harmony, chatparse.KimiK3, chatparse.MiniMaxM3, chatparse.Muse:
 		o.Format = f
 	}
 	if len(req.Tools) > 0 && req.ToolChoice != "none" {

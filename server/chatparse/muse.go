@@ -1,0 +1,136 @@
+package chatparse
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Muse Glimmer's ATEM messages: the output is a run of messages, each
+// "<|start|>assistant to=RECIPIENT<|message|>BODY" ended by <|eom|> (more
+// follow) or <|eot|> (the turn's end); the prompt ends with
+// "<|start|>assistant", so the first starts at " to=":
+//
+//	 to=self<|message|>…thinking…<|eom|>
+//	<|start|>assistant to=get_weather<|message|><atem:function_calls>
+//	<atem:invoke name="get_weather">
+//	<atem:parameter name="city">Paris</atem:parameter>
+//	</atem:invoke>
+//	</atem:function_calls><|eot|>
+//
+// A message to self is thinking, one to user (or to no one) content, one
+// to any other recipient holds calls (<atem:invoke> elements, read as
+// MiniMax M2's <invoke>). <|eom|> and <|eot|> are written out
+// (Markup); a body also ends where the next message starts.
+const (
+	museStart    = "<|start|>"
+	museMessage  = "<|message|>"
+	museEOM      = "<|eom|>"
+	museEOT      = "<|eot|>"
+	museCalls    = "<atem:function_calls>"
+	museCallsEnd = "</atem:function_calls>"
+)
+
+var museEnds = []string{museEOM, museEOT, museStart}
+
+// museHead is a message's header before <|message|>.
+var museHead = regexp.MustCompile(`^\s*(?:<\|start\|>)?\s*(?:assistant)?(?:\s*to=(\S*))?\s*$`)
+
+// museMaxHead bounds the text held while waiting for a header's
+// <|message|>.
+const museMaxHead = 512
+
+// museStep decides what it can of the buffer (all of it at the end).
+func (p *Parser) museStep(end bool) Delta {
+	var d Delta
+	h := &p.harmony
+	for {
+		if !h.inBody {
+			m := strings.Index(p.buf, museMessage)
+			if m < 0 {
+				if !end && len(p.buf) < museMaxHead && museHead.MatchString(p.buf) || !end && strings.HasPrefix(museStart+"assistant to=", strings.TrimLeft(p.buf, " ")) {
+					return d // a header may be coming
+				}
+				if p.buf == "" {
+					return d
+				}
+				// No header: the text is content, to the next end.
+				h.inBody, h.to = true, "user"
+				h.body.Reset()
+				continue
+			}
+			sub := museHead.FindStringSubmatch(p.buf[:m])
+			if sub == nil {
+				h.inBody, h.to = true, "user"
+				h.body.Reset()
+				continue
+			}
+			p.buf = p.buf[m+len(museMessage):]
+			h.inBody, h.to = true, sub[1]
+			h.body.Reset()
+			continue
+		}
+		at, tag := earliest(p.buf, museEnds)
+		if at < 0 {
+			if end {
+				p.museText(&d, p.buf)
+				p.buf = ""
+				p.museClose(&d)
+				return d
+			}
+			cut := len(p.buf) - held(p.buf, museEnds)
+			p.museText(&d, p.buf[:cut])
+			p.buf = p.buf[cut:]
+			return d
+		}
+		p.museText(&d, p.buf[:at])
+		p.buf = p.buf[at:]
+		if tag != museStart {
+			p.buf = p.buf[len(tag):]
+		}
+		p.museClose(&d)
+	}
+}
+
+// museText takes body text: thinking and content stream, calls wait for
+// the end of their message.
+func (p *Parser) museText(d *Delta, s string) {
+	switch to := p.harmony.to; to {
+	case "self":
+		d.Thinking += s
+	case "", "user":
+		p.content(d, s)
+	default:
+		p.harmony.body.WriteString(s)
+	}
+}
+
+// museClose ends a message: one to a tool becomes its calls.
+func (p *Parser) museClose(d *Delta) {
+	h := &p.harmony
+	h.inBody = false
+	body := h.body.String()
+	h.body.Reset()
+	if h.to == "self" || h.to == "" || h.to == "user" {
+		return
+	}
+	if len(p.tools) == 0 {
+		p.malformed(d, body, fmt.Errorf("a Muse message to %q, and the request has no tools", h.to))
+		return
+	}
+	inner := strings.TrimSpace(body)
+	inner, ok := strings.CutPrefix(inner, museCalls)
+	if ok {
+		inner, ok = strings.CutSuffix(strings.TrimSpace(inner), museCallsEnd)
+	}
+	if !ok {
+		p.malformed(d, body, fmt.Errorf("a Muse message to %q without an %s block", h.to, museCalls))
+		return
+	}
+	calls, err := p.invokes(inner, "atem:")
+	if err != nil {
+		p.malformed(d, body, err)
+		return
+	}
+	p.emitCalls(d, calls)
+}
