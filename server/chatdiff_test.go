@@ -159,6 +159,7 @@ var scriptedFamilies = []scriptedFamily{
 	{"unsloth-Apriel-1.5.jinja", testmodels.Apriel15, true, "", ""},
 	{"Apriel-1.6-15b-Thinker-fixed.jinja", testmodels.Apriel16, false, "", ""},
 	{"muse-glimmer.jinja", testmodels.Muse, false, "", ""},
+	{"upstage-Solar-Open-100B.jinja", testmodels.SolarOpen, true, "", ""},
 	{"MiniMax-M1.jinja", testmodels.MiniMaxM1, true, "", ""},
 	{"CohereForAI-c4ai-command-r-plus-tool_use.jinja", testmodels.CommandRPlus, true, "", ""},
 	{"GigaChat3-10B-A1.8B.jinja", testmodels.GigaChat3, true, "", ""},
@@ -198,6 +199,7 @@ var listedDifferences = map[string]string{
 	// text ("Here are my reasoning steps:\n") instead of a tag.
 	"Apriel-1.6-15b-Thinker-fixed.jinja/turn1": "llama-server counts the generation prompt's opening line \"Here are my reasoning steps:\\n\" as reasoning and keeps the newline before [BEGIN FINAL RESPONSE]; Tadpole gives the model's reasoning, trimmed",
 	"Apriel-1.6-15b-Thinker-fixed.jinja/turn2": "llama-server counts the generation prompt's opening line \"Here are my reasoning steps:\\n\" as reasoning; Tadpole gives the model's (none)",
+	"upstage-Solar-Open-100B.jinja/turn2":      "llama-server leaves Solar Open's <|content|> and <|end|> markers in content; Tadpole gives the answer",
 	"Apertus-8B-Instruct.jinja/turn1":          "llama-server leaves <|inner_prefix|>…<|inner_suffix|> (the template's thoughts block) in content; Tadpole gives it as reasoning",
 	// The old Qwen/DeepSeek thinking templates (llama-server's patch
 	// for them takes bare <think>/</think> as the markers): the newline

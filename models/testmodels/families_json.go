@@ -323,6 +323,28 @@ func Muse(tmpl string) FamilyScript {
 	}
 }
 
+// SolarOpen is the scripted Upstage Solar Open model
+// (upstage-Solar-Open-100B.jinja; its <|end|> is an end of generation by
+// llama.cpp's names, so the script writes no reasoning): after
+// "<|begin|>assistant",
+//
+//	<|tool_calls|><|tool_call:begin|>a1b2c3d4e5<|tool_call:name|>get_weather<|tool_call:args|>ARGUMENTS<|tool_call:end|><|calls|>
+//
+// and after the tool result (a <|tool_response:result|> holding its
+// "sky"), "<|content|>", the answer and <|end|>.
+func SolarOpen(tmpl string) FamilyScript {
+	turn1 := append([]string{"<|tool_calls|>", "<|tool_call:begin|>", "a1b2c3d4e5", "<|tool_call:name|>", FamilyTool, "<|tool_call:args|>"}, familyArguments...)
+	turn1 = append(turn1, "<|tool_call:end|>", "<|calls|>")
+	return FamilyScript{
+		Name: "Tadpole scripted Solar Open test model", Template: tmpl,
+		Specials: []string{"<|begin|>", "<|end|>", "<|content|>", "<|think|>", "<|tool_response|>", "<|tool_response:begin|>",
+			"<|tool_response:name|>", "<|tool_response:result|>", "<|tool_response:end|>"},
+		UserTokens: []string{"<|tool_calls|>", "<|calls|>", "<|tool_call:begin|>", "<|tool_call:name|>", "<|tool_call:args|>", "<|tool_call:end|>"},
+		Trigger:    "assistant", ToolResultMarker: "sky",
+		Turn1: turn1, Turn2: append(append([]string{"<|content|>"}, familyAnswer...), "<|end|>"),
+	}
+}
+
 // MiniMaxM1 is the scripted MiniMax M1 model (MiniMax-M1.jinja; no
 // reasoning): after "<beginning_of_sentence>ai name=assistant\n",
 //

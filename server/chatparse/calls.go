@@ -193,6 +193,8 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 		return p.miniMaxM3(body)
 	case hy3CallsBegin:
 		return p.hy3(body)
+	case solarCallsBegin:
+		return p.solar(body)
 	case k3OpenTag("tools"):
 		return p.kimiK3(body)
 	case lfmCallsBegin:

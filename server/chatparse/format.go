@@ -98,12 +98,16 @@ const (
 	// "<|start|>assistant to=NAME<|message|><atem:function_calls>…"
 	// (muse.go).
 	Muse
+	// SolarOpen: Upstage Solar Open's <|tool_calls|><|tool_call:begin|>ID
+	// <|tool_call:name|>NAME<|tool_call:args|>{…}<|tool_call:end|><|calls|>
+	// (solar.go).
+	SolarOpen
 )
 
 var formatNames = map[Format]string{
 	Generic: "generic", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral",
 	Functionary: "functionary", FunctionTag: "function-tag", CommandR: "command-r",
-	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3", ToolCallsTag: "tool-calls-tag", GigaChat: "gigachat", GigaChat31: "gigachat-3.1", FireFunction: "firefunction", MiniCPM5: "minicpm5", MiniMaxM3: "minimax-m3", Muse: "muse",
+	Granite: "granite", DeepSeek: "deepseek", CommandRPlus: "command-r-plus", Harmony: "harmony", Kimi: "kimi", MiniMax: "minimax", Seed: "seed", Apertus: "apertus", LFM2: "lfm2", DSML: "dsml", Gemma4: "gemma4", NemotronV2: "nemotron-v2", Hy3: "hy3", KimiK3: "kimi-k3", ToolCallsTag: "tool-calls-tag", GigaChat: "gigachat", GigaChat31: "gigachat-3.1", FireFunction: "firefunction", MiniCPM5: "minicpm5", MiniMaxM3: "minimax-m3", Muse: "muse", SolarOpen: "solar-open",
 }
 
 func (f Format) String() string {
@@ -122,6 +126,8 @@ func DetectFormat(template string) Format {
 		return Harmony
 	case has(museCalls) && has("to=self"):
 		return Muse
+	case has(solarCallBegin) && has(solarName):
+		return SolarOpen
 	case has(dsml):
 		return DSML
 	case has(gemma4CallBegin + "call:"):
@@ -324,6 +330,8 @@ func markers(f Format) []callMarker {
 		return []callMarker{{nemotronCallsBegin, nemotronCallsEnd}}
 	case Hy3:
 		return []callMarker{{hy3CallsBegin, hy3CallsEnd}}
+	case SolarOpen:
+		return []callMarker{{solarCallsBegin, solarCallsEnd}}
 	case KimiK3:
 		return []callMarker{{k3OpenTag("tools"), k3CloseTag("tools")}}
 	case ToolCallsTag:
@@ -350,6 +358,8 @@ func silentMarkup(f Format) []string {
 		return k3Silent
 	case MiniMaxM3:
 		return []string{m3ThinkEnd} // the bare close of a turn without reasoning
+	case SolarOpen:
+		return []string{solarContent}
 	}
 	return nil
 }
@@ -402,6 +412,8 @@ func Markup(o Options) []string {
 		out = append(out, harmonyStart, harmonyChannel, harmonyMessage, harmonyConstrain, harmonyEnd)
 	case Muse:
 		out = append(out, museStart, museMessage, museEOM, museEOT, museCalls, museCallsEnd)
+	case SolarOpen:
+		out = append(out, solarCallBegin, solarCallEnd, solarName, solarArgs, solarContent)
 	}
 	return out
 }
