@@ -20,7 +20,9 @@
 // (Apriel, MiniMax M1), GigaChat 3's call message and 3.1's
 // "<|function_call|>", firefunction's " functools[…]", MiniCPM5's
 // "<function name=…><param name=…>", GLM's <arg_key>/<arg_value>
-// (GLM, Laguna, Spark, Ling), and, for any model, an answer that starts
+// (GLM, Laguna, Spark, Ling), Muse Glimmer's ATEM messages (" to=self",
+// "to=NAME<|message|><atem:function_calls>…"), Solar Open's
+// "<|tool_calls|><|tool_call:begin|>…<|calls|>", and, for any model, an answer that starts
 // with a call object ({"name", "arguments"|"parameters"}, an array of
 // them, or {"tool_calls": […]}). Issue 35's parse differential
 // (server's TestChatParseDifferential) holds each against llama-server
@@ -29,7 +31,8 @@
 // comes between "<think>" and "</think>" or an equivalent pair
 // ("[THINK]…[/THINK]", "<|START_THINKING|>…<|END_THINKING|>",
 // "<thinking>…</thinking>", Gemma 4's "<|channel>thought…<channel|>",
-// Kimi K3's think section, MiniMax M3's "<mm:think>…</mm:think>"); whether
+// Kimi K3's think section, MiniMax M3's "<mm:think>…</mm:think>", Apriel
+// 1.6's "Here are my reasoning steps:" … "[BEGIN FINAL RESPONSE]"); whether
 // to show it is the caller's choice. [OpensThinking] tells whether a
 // rendered prompt ends inside a thinking block (Options.StartInThinking).
 //
