@@ -469,9 +469,13 @@ func TestPriority(t *testing.T) {
 		// have waited longer than their priority is worth.
 		{time.Nanosecond, "job1,job2,user1,user2"},
 	} {
-		r := newRunner(t, m, Config{Parallel: 1, NumCtx: 128, PriorityStep: c.step})
-		// Hold the only slot while the others queue.
-		blocker, err := generate(r, context.Background(), Request{Prompt: prompt, NumPredict: 40})
+		r := newRunner(t, m, Config{Parallel: 1, NumCtx: 2048, PriorityStep: c.step})
+		// Hold the only slot while the others queue; it is freed (the
+		// blocker cancelled) once all four wait, so that a loaded machine
+		// cannot let it end before the users queue.
+		hold, release := context.WithCancel(context.Background())
+		defer release()
+		blocker, err := generate(r, hold, Request{Prompt: prompt, NumPredict: 2000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -502,7 +506,10 @@ func TestPriority(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		submit("user1", 0)
 		submit("user2", 0)
-		collect(t, blocker)
+		testkit.Eventually(t, 10*time.Second, "the four requests to queue", func() bool { return r.Waiting() == 4 })
+		release()
+		for range blocker {
+		}
 		wg.Wait()
 		order := []string{"job1", "job2", "user1", "user2"}
 		sort.Slice(order, func(i, j int) bool { return admitted[order[i]].Before(admitted[order[j]]) })
