@@ -366,6 +366,10 @@ func runFamily(t *testing.T, bin string, f scriptedFamily, res *familyResult) {
 			res.rows = append(res.rows, [2]string{cell, verdict})
 		}
 	}
+	// The first request again with tool_choice "required": does the
+	// family's forced grammar let the model write its own call?
+	forced := strings.Replace(reqs[0], `"tools": `, `"tool_choice": "required", "tools": `, 1)
+	res.forced, res.forcedErr = openAIChat(t, ts.URL, forced, false)
 }
 
 // familyResult is what the differential saw of one family: Tadpole's
@@ -373,6 +377,8 @@ func runFamily(t *testing.T, bin string, f scriptedFamily, res *familyResult) {
 // differ from llama-server's as listed.
 type familyResult struct {
 	tadpole     [2][2]familyAnswer
+	forced      familyAnswer // the first request with tool_choice "required"
+	forcedErr   error
 	llama       [2][2]familyAnswer // llama-server's answers
 	llamaErr    [2][2]bool         // llama-server failed
 	listed      [2]bool
@@ -389,7 +395,8 @@ type familyResult struct {
 // to exactly the prompts that differ), whether Tadpole parsed the
 // scripted model's reasoning and call as the script wrote them (and as
 // llama-server did, or with a listed difference), what tool_choice
-// "required" makes Tadpole's grammar force, and whether the streamed
+// "required" makes Tadpole's grammar force (and whether the scripted
+// model's own call passes it in a forced request), and whether the streamed
 // answers added up to the unstreamed ones.
 func familyTable(dir string, results map[string]*familyResult) (string, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.jinja"))
@@ -474,7 +481,16 @@ func familyTable(dir string, results map[string]*familyResult) (string, error) {
 			if r.failed {
 				streamed += " (the row failed: see above)"
 			}
-			cells = append(cells, reason, tool, forcedCall(tmpl, hasTools), streamed, after)
+			forced := forcedCall(tmpl, hasTools)
+			switch {
+			case r.forcedErr != nil:
+				forced += "; forced request: " + short(r.forcedErr.Error())
+			case want.diff(familyAnswer{Calls: r.forced.Calls}) == "":
+				forced += "; forced request: the model's own call passes"
+			default:
+				forced += "; forced request: the grammar changed the call: " + short(familyAnswer{Calls: r.forced.Calls}.String())
+			}
+			cells = append(cells, reason, tool, forced, streamed, after)
 		}
 		for i := range cells {
 			cells[i] = strings.NewReplacer("|", "\\|", "\n", `\n`).Replace(cells[i])
