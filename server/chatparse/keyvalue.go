@@ -137,7 +137,9 @@ func kvLazyGrammar(o Options, tools []Tool, triggerRule string) (string, bool, e
 	}
 	body, rules, _ := strings.Cut(g, "\n")
 	ws := `[ \n]{0,2}`
-	root := fmt.Sprintf("%s tadpole-call (%s %s tadpole-call)*", triggerRule, ws, triggerRule)
+	// A newline after the last call (Laguna's template writes
+	// "</tool_call>\n"), which does not oblige the model to call again.
+	root := fmt.Sprintf("%s tadpole-call (%s %s tadpole-call)* %s", triggerRule, ws, triggerRule, ws)
 	if m.section {
 		root = fmt.Sprintf("%s %s tadpole-call (%s tadpole-call)* %s %s", triggerRule, ws, ws, ws, literalGBNF(m.end))
 	}

@@ -73,7 +73,7 @@ func TestKeyValueGrammars(t *testing.T) {
 		forced     string // the root starts with it
 		lazy, want string // the lazy grammar's root, a literal it holds
 	}{
-		{Options{Format: Hermes, XMLCalls: true}, `root ::= ("<tool_call>\n<function=get_weather>\n" `, `root ::= <[7]> tadpole-call ([ \n]{0,2} <[7]> tadpole-call)*`, `"<parameter=city>\n"`},
+		{Options{Format: Hermes, XMLCalls: true}, `root ::= ("<tool_call>\n<function=get_weather>\n" `, `root ::= <[7]> tadpole-call ([ \n]{0,2} <[7]> tadpole-call)* [ \n]{0,2}`, `"<parameter=city>\n"`},
 		{Options{Format: Hermes, XMLCalls: true, ArgKeyCalls: true}, `root ::= ("<tool_call>get_weather" `, `root ::= <[7]> tadpole-call ([ \n]{0,2} <[7]> tadpole-call)*`, `"<arg_key>city</arg_key>"`},
 		{Options{Format: Seed}, `root ::= ("<seed:tool_call>\n<function=get_weather>" `, `root ::= <[7]> tadpole-call`, `"<parameter=city>"`},
 		{Options{Format: MiniMax}, `root ::= ("<minimax:tool_call>\n<invoke name=\"get_weather\">" `, `"</minimax:tool_call>"`, `"<parameter name=\"city\">"`},
