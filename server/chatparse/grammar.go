@@ -117,9 +117,8 @@ func callSchema(o Options, tools []Tool, only string) ([]byte, []string, error) 
 	schema := map[string]any{"anyOf": branches}
 	if o.Format == Harmony && len(branches) == 1 {
 		// One function: its own message, as gpt-oss writes a call (the
-		// name in the header, the arguments as the body), with no
-		// analysis first: <|end|> between messages is a control token,
-		// which a grammar cannot write.
+		// name in the header, the arguments as the body), an analysis
+		// message allowed before it (harmonyAnalysisFirst).
 		schema = map[string]any{"allOf": []json.RawMessage{argSchemas[0]}}
 	}
 	for k, v := range defs {
@@ -172,12 +171,17 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 	prefix, suffix := "", ""
 	switch o.Format {
 	case Harmony:
+		head := harmonyChannel + "commentary" + harmonyMessage
 		if len(names) == 1 {
-			return grammar.FromSchemaBetween(s, harmonyChannel+"commentary to=functions."+names[0]+" "+harmonyConstrain+"json"+harmonyMessage, "")
+			head = harmonyChannel + "commentary to=functions." + names[0] + " " + harmonyConstrain + "json" + harmonyMessage
 		}
-		// Several: a bare call object in a commentary message, which
-		// the parser takes as a call.
-		return grammar.FromSchemaBetween(s, harmonyChannel+"commentary"+harmonyMessage, "")
+		// (Several: a bare call object in a commentary message, which
+		// the parser takes as a call.)
+		g, err := grammar.FromSchemaBetween(s, head, "")
+		if err != nil {
+			return "", err
+		}
+		return harmonyAnalysisFirst(g), nil
 	case CommandRPlus:
 		prefix, suffix = "Action: ```json\n[", "]\n```"
 	default:
@@ -190,6 +194,18 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 		return "", err
 	}
 	return withThinking(o, g), nil
+}
+
+// harmonyAnalysisFirst is harmony call grammar g with an analysis
+// message allowed before the call, as gpt-oss writes one before it acts:
+// "<|channel|>analysis<|message|>…<|end|><|start|>assistant" (the text
+// without "<|"; <|end|> is a control token, which llama.cpp's grammar
+// matches by its text).
+func harmonyAnalysisFirst(g string) string {
+	body, rules, _ := strings.Cut(g, "\n")
+	call := strings.TrimPrefix(body, "root ::= ")
+	analysis := fmt.Sprintf(`%q ([^<] | "<" [^|])* %q`, harmonyChannel+"analysis"+harmonyMessage, harmonyEnd+harmonyStart+"assistant")
+	return fmt.Sprintf("root ::= tadpole-analysis? (%s)\ntadpole-analysis ::= %s\n%s", call, analysis, rules)
 }
 
 // withThinking is call grammar g with, for a thinking model (o.Thinking),

@@ -195,8 +195,8 @@ func unquote(s string) string { return strings.ReplaceAll(s, `\n`, "\n") }
 
 // gpt-oss's forced call: one function is a message to it (the name in
 // the header, the arguments as the body); several, a bare call object in
-// a commentary message. Either way the parser reads the call, and the
-// grammar holds no thinking (<|end|> is a control token).
+// a commentary message. Either way the parser reads the call, and an
+// analysis message may come first, as gpt-oss writes one.
 func TestGrammarHarmony(t *testing.T) {
 	tools := []Tool{{Name: "get_time"}, {Name: "get_weather", Parameters: []byte(`{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}`)}}
 	o := Options{Format: Harmony, Thinking: true, Tools: []string{"get_time", "get_weather"}}
@@ -204,23 +204,25 @@ func TestGrammarHarmony(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	head := `root ::= "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" `
+	head := `root ::= tadpole-analysis? ("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" `
 	if !strings.HasPrefix(g, head) || strings.Contains(g, "get_time") || strings.Contains(g, "think") {
 		t.Fatalf("named:\n%s", g)
 	}
 	gbnfRules(t, g)
-	d, w := Parse(o, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"+`{"city": "Oslo"}`)
-	if len(d.ToolCalls) != 1 || string(d.ToolCalls[0].Arguments) != `{"city":"Oslo"}` || len(w) > 0 {
-		t.Errorf("named call parsed as %+v %v", d, w)
+	for _, first := range []string{"", "<|channel|>analysis<|message|>Oslo, then.<|end|><|start|>assistant"} {
+		d, w := Parse(o, first+"<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"+`{"city": "Oslo"}`)
+		if len(d.ToolCalls) != 1 || string(d.ToolCalls[0].Arguments) != `{"city":"Oslo"}` || len(w) > 0 || first != "" && d.Thinking != "Oslo, then." {
+			t.Errorf("named call after %q parsed as %+v %v", first, d, w)
+		}
 	}
 	g, err = Grammar(o, tools, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(g, `root ::= "<|channel|>commentary<|message|>" `) {
+	if !strings.HasPrefix(g, `root ::= tadpole-analysis? ("<|channel|>commentary<|message|>" `) {
 		t.Fatalf("required:\n%s", g)
 	}
-	d, w = Parse(o, `<|channel|>commentary<|message|>{"name": "get_time", "arguments": {}}`)
+	d, w := Parse(o, `<|channel|>commentary<|message|>{"name": "get_time", "arguments": {}}`)
 	if len(d.ToolCalls) != 1 || d.ToolCalls[0].Name != "get_time" || d.Content != "" || len(w) > 0 {
 		t.Errorf("required call parsed as %+v %v", d, w)
 	}
