@@ -542,8 +542,8 @@ func forcedCall(tmpl string, hasTools bool) string {
 		return fmt.Sprintf("%s: no grammar (%v)", f, err)
 	}
 	root, _, _ := strings.Cut(g, "\n")
-	root = strings.TrimPrefix(strings.TrimPrefix(root, "root ::= "), "tadpole-analysis? ") // (harmony: an analysis message may come first)
-	root = strings.TrimLeft(root, "( ")                                                    // (one branch per function: the first)
+	root = strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(root, "root ::= "), "tadpole-analysis? "), "tadpole-self? ") // (harmony, Muse: thinking may come first)
+	root = strings.TrimLeft(root, "( ")                                                                                          // (one branch per function: the first)
 	how := "a bare JSON call object, not the family's markup"
 	if f == chatparse.Llama3 || f == chatparse.Generic {
 		how = "a bare JSON call object, the family's own form"

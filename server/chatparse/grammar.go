@@ -162,6 +162,9 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if o.Format == Muse {
+			return museSelfFirst(g), nil
+		}
 		return withThinking(o, g), nil
 	}
 	s, names, err := callSchema(o, tools, only)

@@ -74,6 +74,15 @@ func keyValue(o Options) (m kvMarkup, ok bool) {
 			open: func(n string) string { return hy3CallBegin + n + hy3Sep }, close: hy3CallEnd,
 			fields: grammar.Fields{KeyOpen: hy3Tags.key, KeyClose: hy3Tags.keyEnd, Gap: nl,
 				StringOpen: hy3Tags.value, JSONOpen: hy3Tags.value, Close: hy3Tags.valueEnd, Sep: nl}}, true
+	case o.Format == Muse:
+		// " to=NAME<|message|><atem:function_calls>\n<atem:invoke
+		// name="NAME">\n<atem:parameter name="K">V</atem:parameter>\n…
+		// </atem:invoke>\n</atem:function_calls>", a message to the
+		// tool; no trigger of its own (no lazy grammar).
+		return kvMarkup{open: func(n string) string {
+			return " to=" + n + museMessage + museCalls + "\n<atem:invoke name=\"" + n + "\">\n"
+		}, close: "</atem:invoke>\n" + museCallsEnd,
+			fields: grammar.Fields{KeyOpen: `<atem:parameter name="`, KeyClose: `">`, Close: "</atem:parameter>", Sep: nl}}, true
 	case o.Format == MiniCPM5:
 		// <function name="NAME"><param name="K">V</param>…</function>.
 		return kvMarkup{trigger: miniCPMCallBegin, open: func(n string) string { return n + `">` }, close: miniCPMCallEnd,

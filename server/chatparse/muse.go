@@ -134,3 +134,13 @@ func (p *Parser) museClose(d *Delta) {
 	}
 	p.emitCalls(d, calls)
 }
+
+// museSelfFirst is Muse call grammar g with a message to self (its
+// thinking) allowed before the call's message:
+// " to=self<|message|>…<|eom|><|start|>assistant" (the text without "<|").
+func museSelfFirst(g string) string {
+	body, rules, _ := strings.Cut(g, "\n")
+	call := strings.TrimPrefix(body, "root ::= ")
+	self := fmt.Sprintf(`%q ([^<] | "<" [^|])* %q`, " to=self"+museMessage, museEOM+museStart+"assistant")
+	return fmt.Sprintf("root ::= tadpole-self? (%s)\ntadpole-self ::= %s\n%s", call, self, rules)
+}
