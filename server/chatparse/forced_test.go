@@ -59,6 +59,7 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 		{"gemma4", chatparse.Options{Format: chatparse.Gemma4}, "<|tool_call>call:"},
 		{"lfm2", chatparse.Options{Format: chatparse.LFM2}, "<|tool_call_start|>["},
 		{"muse", chatparse.Options{Format: chatparse.Muse}, "<atem:invoke name="},
+		{"solar-open", chatparse.Options{Format: chatparse.SolarOpen}, "<|tool_call:name|>"},
 		{"tool-calls-tag", chatparse.Options{Format: chatparse.ToolCallsTag}, "<tool_calls>[{"},
 		{"firefunction", chatparse.Options{Format: chatparse.FireFunction}, "functools[{"},
 	} {
@@ -316,7 +317,7 @@ func TestFamilyMarkupGrammarsTakeAnyName(t *testing.T) {
 		{Format: chatparse.Seed}, {Format: chatparse.MiniMax}, {Format: chatparse.DSML}, {Format: chatparse.DSML, DSMLToolCalls: true},
 		{Format: chatparse.Hy3}, {Format: chatparse.MiniCPM5}, {Format: chatparse.Functionary},
 		{Format: chatparse.ToolCallsTag}, {Format: chatparse.FireFunction}, {Format: chatparse.Gemma4},
-		{Format: chatparse.LFM2}, {Format: chatparse.Muse},
+		{Format: chatparse.LFM2}, {Format: chatparse.Muse}, {Format: chatparse.SolarOpen},
 	} {
 		thinking := base
 		thinking.FencedCalls, thinking.Thinking = true, true

@@ -153,6 +153,8 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 		return gemma4Grammar(o, tools, only)
 	case LFM2:
 		return lfm2Grammar(o, tools, only)
+	case SolarOpen:
+		return solarGrammar(o, tools, only)
 	}
 	g, ok, err := kvGrammar(o, tools, only)
 	if !ok {

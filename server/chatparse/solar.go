@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/tadpole-llm/tadpole/engine/grammar"
 )
 
 // Upstage Solar Open's messages: the prompt ends with "<|begin|>assistant";
@@ -33,4 +35,28 @@ func (p *Parser) solar(body string) ([]ToolCall, error) {
 		c, err := p.call(strings.TrimSpace(name), json.RawMessage(strings.TrimSpace(args)))
 		return []ToolCall{c}, err
 	})
+}
+
+// solarGrammar is Grammar for Solar Open: one call in its markup, the
+// id ten lowercase letters or digits as its template asks, the
+// arguments valid against the function's parameters.
+func solarGrammar(o Options, tools []Tool, only string) (string, error) {
+	args, names, defs, err := toolArgs(tools, only)
+	if err != nil {
+		return "", err
+	}
+	branches := make([]grammar.Branch, len(args))
+	for i, a := range args {
+		branches[i] = grammar.Branch{Prefix: solarCallsBegin + solarCallBegin, Between: `[a-z0-9]{10} ` + gbnfLiteral(solarName+names[i]+solarArgs),
+			Schema: a, Suffix: solarCallEnd + solarCallsEnd}
+		// Each function on its own first, so that an error names it.
+		if _, err := grammar.FromBranches(defs, branches[i:i+1]); err != nil {
+			return "", fmt.Errorf("function %q: %v", names[i], err)
+		}
+	}
+	g, err := grammar.FromBranches(defs, branches)
+	if err != nil {
+		return "", err
+	}
+	return withThinking(o, g), nil
 }
