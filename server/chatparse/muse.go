@@ -36,6 +36,18 @@ var museEnds = []string{museEOM, museEOT, museStart}
 // museHead is a message's header before <|message|>.
 var museHead = regexp.MustCompile(`^\s*(?:<\|start\|>)?\s*(?:assistant)?(?:\s*to=(\S*))?\s*$`)
 
+// museMaybeHead tells whether s may be the start of a header: a prefix
+// of one's fixed start, or a header up to its recipient's name so far.
+func museMaybeHead(s string) bool {
+	t := strings.TrimLeft(s, " \n")
+	for _, h := range []string{museStart + "assistant to=", "assistant to=", "to=", museMessage} {
+		if strings.HasPrefix(h, t) {
+			return true
+		}
+	}
+	return museHead.MatchString(s)
+}
+
 // museMaxHead bounds the text held while waiting for a header's
 // <|message|>.
 const museMaxHead = 512
@@ -48,7 +60,7 @@ func (p *Parser) museStep(end bool) Delta {
 		if !h.inBody {
 			m := strings.Index(p.buf, museMessage)
 			if m < 0 {
-				if !end && len(p.buf) < museMaxHead && museHead.MatchString(p.buf) || !end && strings.HasPrefix(museStart+"assistant to=", strings.TrimLeft(p.buf, " ")) {
+				if !end && len(p.buf) < museMaxHead && museMaybeHead(p.buf) {
 					return d // a header may be coming
 				}
 				if p.buf == "" {
