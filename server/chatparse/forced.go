@@ -48,8 +48,9 @@ func named(o Options) (m namedMarkup, ok bool) {
 	case FunctionTag:
 		return namedMarkup{before: func(n string) string { return "<function=" + n + ">" }, after: "</function>"}, true
 	case Functionary:
-		// functionary v3.2: ">>>NAME\n{…}", a block per call.
-		return namedMarkup{before: func(n string) string { return ">>>" + n + "\n" }}, true
+		// functionary v3.2: ">>>NAME\n{…}", a block per call; its
+		// generation prompt ends with the first ">>>".
+		return namedMarkup{before: func(n string) string { return n + "\n" }}, true
 	case Apertus:
 		// [{"NAME": {…}}] between its block tokens.
 		return namedMarkup{begin: apertusCallsBegin + "[", end: "]" + apertusCallsEnd,

@@ -55,7 +55,7 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 		{"dsml-v4", chatparse.Options{Format: chatparse.DSML, DSMLToolCalls: true}, "<｜DSML｜tool_calls>\n<｜DSML｜invoke name="},
 		{"hy3", chatparse.Options{Format: chatparse.Hy3}, "<tool_sep:opensource>"},
 		{"minicpm5", chatparse.Options{Format: chatparse.MiniCPM5}, `<param name="`},
-		{"functionary-v3.2", chatparse.Options{Format: chatparse.Functionary}, ">>>"},
+		{"functionary-v3.2", chatparse.Options{Format: chatparse.Functionary}, "\n{"},
 		{"gemma4", chatparse.Options{Format: chatparse.Gemma4}, "<|tool_call>call:"},
 		{"lfm2", chatparse.Options{Format: chatparse.LFM2}, "<|tool_call_start|>["},
 		{"muse", chatparse.Options{Format: chatparse.Muse}, "<atem:invoke name="},

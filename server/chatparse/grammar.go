@@ -131,7 +131,8 @@ func callSchema(o Options, tools []Tool, only string) ([]byte, []string, error) 
 // Grammar is a GBNF grammar (root rule "root") whose every output is one
 // call, in o.Format's syntax (the family's own markup around the
 // arguments for the formats that name the function outside the JSON:
-// Kimi K2, DeepSeek, function tags, Apertus, functionary v3.2 (named);
+// Kimi K2, DeepSeek, function tags, Apertus, functionary v3.2 (named;
+// v3.2's generation prompt writes the first ">>>");
 // the arguments as key-value fields in the family's markup for
 // Qwen3-Coder-style and GLM-style Hermes calls, Seed-OSS, MiniMax M2,
 // DSML, Hunyuan 3 and MiniCPM5 (keyValue); the call object between the
@@ -283,8 +284,9 @@ var callMarkup = map[Format]struct{ trigger, open, close string }{
 	// writes one object a line inside the tags; forced, it gets the list,
 	// which the parser reads as well.)
 	ToolCallsTag: {toolCallsTagBegin, "[", "]" + toolCallsTagEnd},
-	// firefunction v2: functools[{…}, …], to the end of the output.
-	FireFunction: {strings.TrimSuffix(fireFunctionCalls, "["), "[", "]"},
+	// firefunction v2: " functools[{…}, …]", to the end of the output
+	// (its template writes the space before the marker).
+	FireFunction: {" " + strings.TrimSuffix(fireFunctionCalls, "["), "[", "]"},
 }
 
 // CallTrigger is the text that starts a call in o's format, where a
