@@ -47,6 +47,12 @@ func named(o Options) (m namedMarkup, ok bool) {
 			after:  deepSeekCallEnd}, true
 	case FunctionTag:
 		return namedMarkup{before: func(n string) string { return "<function=" + n + ">" }, after: "</function>"}, true
+	case Mistral:
+		if !o.ArgsCalls {
+			return namedMarkup{}, false // [TOOL_CALLS][{…}]: a call object
+		}
+		// Mistral Small 3.2, Devstral, Ministral 3: [TOOL_CALLS]NAME[ARGS]{…}.
+		return namedMarkup{before: func(n string) string { return "[TOOL_CALLS]" + n + "[ARGS]" }}, true
 	case Functionary:
 		// functionary v3.2: ">>>NAME\n{…}", a block per call; its
 		// generation prompt ends with the first ">>>".
@@ -139,6 +145,12 @@ func namedLazyGrammar(o Options, tools []Tool, triggerRule string) (string, bool
 	ws := `[ \n]{0,2}`
 	root := fmt.Sprintf("%s %s tadpole-call (%s tadpole-call)* %s %s", triggerRule, ws, ws, ws, strconv.Quote(m.end))
 	return fmt.Sprintf("root ::= %s\ntadpole-call ::= %s\n%s", root, strings.TrimPrefix(body, "root ::= "), rules), true, nil
+}
+
+// ArgsCalls reports whether a Mistral template teaches the newer calls,
+// "[TOOL_CALLS]NAME[ARGS]{…}".
+func ArgsCalls(template string) bool {
+	return DetectFormat(template) == Mistral && strings.Contains(template, "[ARGS]")
 }
 
 // FencedCalls reports whether a DeepSeek template teaches R1's calls:

@@ -56,6 +56,7 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 		{"hy3", chatparse.Options{Format: chatparse.Hy3}, "<tool_sep:opensource>"},
 		{"minicpm5", chatparse.Options{Format: chatparse.MiniCPM5}, `<param name="`},
 		{"functionary-v3.2", chatparse.Options{Format: chatparse.Functionary}, "\n{"},
+		{"mistral-args", chatparse.Options{Format: chatparse.Mistral, ArgsCalls: true}, "[ARGS]"},
 		{"gemma4", chatparse.Options{Format: chatparse.Gemma4}, "<|tool_call>call:"},
 		{"lfm2", chatparse.Options{Format: chatparse.LFM2}, "<|tool_call_start|>["},
 		{"muse", chatparse.Options{Format: chatparse.Muse}, "<atem:invoke name="},
@@ -318,6 +319,7 @@ func TestFamilyMarkupGrammarsTakeAnyName(t *testing.T) {
 		{Format: chatparse.Hy3}, {Format: chatparse.MiniCPM5}, {Format: chatparse.Functionary},
 		{Format: chatparse.ToolCallsTag}, {Format: chatparse.FireFunction}, {Format: chatparse.Gemma4},
 		{Format: chatparse.LFM2}, {Format: chatparse.Muse}, {Format: chatparse.SolarOpen},
+		{Format: chatparse.Mistral, ArgsCalls: true},
 	} {
 		thinking := base
 		thinking.FencedCalls, thinking.Thinking = true, true

@@ -40,6 +40,11 @@ type Options struct {
 	// (FencedCalls), not V3.1's "NAME<｜tool▁sep｜>{…}": the parser takes
 	// both, a forced call's grammar writes the template's.
 	FencedCalls bool
+	// ArgsCalls: a Mistral template teaches the newer
+	// "[TOOL_CALLS]NAME[ARGS]{…}" (ArgsCalls), not "[TOOL_CALLS][{…}]":
+	// the parser takes both, a forced call's grammar writes the
+	// template's.
+	ArgsCalls bool
 	// ThinkingEnd is the close tag of the template's thinking blocks
 	// (ThinkingEnd; "" when it names none of the known pairs).
 	ThinkingEnd string

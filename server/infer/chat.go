@@ -223,6 +223,7 @@ func outputOptions(req *Request, tmpl, prompt string) chatparse.Options {
 		o.ArgKeyCalls = chatparse.ArgKeyCalls(tmpl)
 		o.DSMLToolCalls = chatparse.DSMLToolCalls(tmpl)
 		o.FencedCalls = chatparse.FencedCalls(tmpl)
+		o.ArgsCalls = chatparse.ArgsCalls(tmpl)
 		o.Parameters = toolParameters(req.Tools)
 	}
 	if thinkingTemplate(tmpl) {
