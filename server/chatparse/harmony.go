@@ -2,6 +2,7 @@ package chatparse
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -58,26 +59,38 @@ func (p *Parser) harmonyStep(end bool) Delta {
 			}
 			continue
 		}
-		at, tag := earliest(p.buf, harmonyEnds)
-		if at < 0 {
-			if end {
-				p.harmonyText(&d, p.buf)
-				p.buf = ""
-				p.harmonyClose(&d)
-				return d
-			}
-			cut := len(p.buf) - held(p.buf, harmonyEnds)
-			p.harmonyText(&d, p.buf[:cut])
-			p.buf = p.buf[cut:]
+		if !p.messageBody(&d, end, harmonyEnds, harmonyHeads, p.harmonyText, p.harmonyClose) {
 			return d
 		}
-		p.harmonyText(&d, p.buf[:at])
-		p.buf = p.buf[at:]
-		if tag == harmonyEnd || tag == harmonyCall || tag == harmonyReturn {
-			p.buf = p.buf[len(tag):]
-		}
-		p.harmonyClose(&d)
 	}
+}
+
+// messageBody reads a message's body in the formats of messages
+// (harmony, Muse) up to the first of ends: its text goes to text, and
+// the end closes the message (close); an end among heads opens the next
+// message and stays in the buffer, any other is dropped. It reports
+// whether the buffer may hold more to decide now.
+func (p *Parser) messageBody(d *Delta, end bool, ends, heads []string, text func(*Delta, string), close func(*Delta)) bool {
+	at, tag := earliest(p.buf, ends)
+	if at < 0 {
+		cut := len(p.buf)
+		if !end {
+			cut -= held(p.buf, ends)
+		}
+		text(d, p.buf[:cut])
+		p.buf = p.buf[cut:]
+		if end {
+			close(d)
+		}
+		return false
+	}
+	text(d, p.buf[:at])
+	p.buf = p.buf[at:]
+	if !slices.Contains(heads, tag) {
+		p.buf = p.buf[len(tag):]
+	}
+	close(d)
+	return true
 }
 
 // harmonyHeader reads a header up to its <|message|>. Text before any

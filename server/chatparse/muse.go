@@ -82,25 +82,9 @@ func (p *Parser) museStep(end bool) Delta {
 			h.body.Reset()
 			continue
 		}
-		at, tag := earliest(p.buf, museEnds)
-		if at < 0 {
-			if end {
-				p.museText(&d, p.buf)
-				p.buf = ""
-				p.museClose(&d)
-				return d
-			}
-			cut := len(p.buf) - held(p.buf, museEnds)
-			p.museText(&d, p.buf[:cut])
-			p.buf = p.buf[cut:]
+		if !p.messageBody(&d, end, museEnds, []string{museStart}, p.museText, p.museClose) {
 			return d
 		}
-		p.museText(&d, p.buf[:at])
-		p.buf = p.buf[at:]
-		if tag != museStart {
-			p.buf = p.buf[len(tag):]
-		}
-		p.museClose(&d)
 	}
 }
 
