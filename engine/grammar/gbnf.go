@@ -196,6 +196,11 @@ func isIdent(s string) bool {
 	return true
 }
 
+// Literal is s as a GBNF string literal matching exactly the bytes of s
+// (for grammars written around the converter's, e.g. a model's own call
+// syntax).
+func Literal(s string) string { return literal(s) }
+
 // literal quotes s as a GBNF string literal matching exactly the bytes of s.
 func literal(s string) string {
 	var b strings.Builder

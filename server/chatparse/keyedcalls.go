@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tadpole-llm/tadpole/engine/grammar"
 )
@@ -72,7 +71,7 @@ func (p gemma4Property) value(raw json.RawMessage, rule string) (string, []strin
 				alts = nil
 				break
 			}
-			alts = append(alts, gbnfLiteral(gemma4Quote+s+gemma4Quote))
+			alts = append(alts, grammar.Literal(gemma4Quote+s+gemma4Quote))
 		}
 		if alts != nil {
 			return "(" + strings.Join(alts, " | ") + ")", nil, nil
@@ -238,7 +237,7 @@ func keyedCalls(syn keyedSyntax, tools []Tool, only string) (string, error) {
 			return "", err
 		}
 		rules = append(rules, more...)
-		sep := gbnfLiteral(syn.sep)
+		sep := grammar.Literal(syn.sep)
 		members := fmt.Sprintf("(%s (%s %s)*)?", member, sep, member)
 		if len(s.Properties) > 0 {
 			field := func(k string) (string, error) {
@@ -276,7 +275,7 @@ func keyedCalls(syn keyedSyntax, tools []Tool, only string) (string, error) {
 					return "", fmt.Errorf("function %q: property %q: %v", t.Name, k, err)
 				}
 				rules = append(rules, more...)
-				return gbnfLiteral(k+syn.keySep) + " " + v, nil
+				return grammar.Literal(k+syn.keySep) + " " + v, nil
 			}
 			required := map[string]bool{}
 			var seq []string
@@ -317,7 +316,7 @@ func keyedCalls(syn keyedSyntax, tools []Tool, only string) (string, error) {
 				}
 			}
 		}
-		alts = append(alts, fmt.Sprintf(`%s %s %s`, gbnfLiteral(syn.open(t.Name)), members, gbnfLiteral(syn.close)))
+		alts = append(alts, fmt.Sprintf(`%s %s %s`, grammar.Literal(syn.open(t.Name)), members, grammar.Literal(syn.close)))
 	}
 	if len(alts) == 0 {
 		return "", fmt.Errorf("no function named %q among the tools", only)
@@ -337,7 +336,7 @@ func gemma4Grammar(o Options, tools []Tool, only string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return withThinking(o, fmt.Sprintf("root ::= %s tadpole-g4-call %s\n%s", gbnfLiteral(gemma4CallBegin), gbnfLiteral(gemma4CallEnd), rules)), nil
+	return withThinking(o, fmt.Sprintf("root ::= %s tadpole-g4-call %s\n%s", grammar.Literal(gemma4CallBegin), grammar.Literal(gemma4CallEnd), rules)), nil
 }
 
 // gemma4LazyGrammar is LazyGrammar for Gemma 4: from the call token
@@ -348,7 +347,7 @@ func gemma4LazyGrammar(tools []Tool, triggerRule string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	call := fmt.Sprintf("%s tadpole-g4-call %s", triggerRule, gbnfLiteral(gemma4CallEnd))
+	call := fmt.Sprintf("%s tadpole-g4-call %s", triggerRule, grammar.Literal(gemma4CallEnd))
 	return fmt.Sprintf("root ::= %s ([ \\n]{0,2} %s)*\n%s", call, call, rules), nil
 }
 
@@ -359,7 +358,7 @@ func lfm2Grammar(o Options, tools []Tool, only string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return withThinking(o, fmt.Sprintf("root ::= %s tadpole-py-call %s\n%s", gbnfLiteral(lfmCallsBegin+"["), gbnfLiteral("]"+lfmCallsEnd), rules)), nil
+	return withThinking(o, fmt.Sprintf("root ::= %s tadpole-py-call %s\n%s", grammar.Literal(lfmCallsBegin+"["), grammar.Literal("]"+lfmCallsEnd), rules)), nil
 }
 
 // lfm2LazyGrammar is LazyGrammar for LFM2: from <|tool_call_start|>
@@ -369,26 +368,5 @@ func lfm2LazyGrammar(tools []Tool, triggerRule string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("root ::= %s \"[\" tadpole-py-call (\",\" \" \"? tadpole-py-call)* %s\n%s", triggerRule, gbnfLiteral("]"+lfmCallsEnd), rules), nil
-}
-
-// gbnfLiteral is s as a GBNF string literal.
-func gbnfLiteral(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02X`, r)
-		case r == utf8.RuneError:
-			b.WriteString(`\uFFFD`) // (invalid UTF-8 in s)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
+	return fmt.Sprintf("root ::= %s \"[\" tadpole-py-call (\",\" \" \"? tadpole-py-call)* %s\n%s", triggerRule, grammar.Literal("]"+lfmCallsEnd), rules), nil
 }

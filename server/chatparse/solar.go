@@ -47,7 +47,7 @@ func solarGrammar(o Options, tools []Tool, only string) (string, error) {
 	}
 	branches := make([]grammar.Branch, len(args))
 	for i, a := range args {
-		branches[i] = grammar.Branch{Prefix: solarCallsBegin + solarCallBegin, Between: `[a-z0-9]{10} ` + gbnfLiteral(solarName+names[i]+solarArgs),
+		branches[i] = grammar.Branch{Prefix: solarCallsBegin + solarCallBegin, Between: `[a-z0-9]{10} ` + grammar.Literal(solarName+names[i]+solarArgs),
 			Schema: a, Suffix: solarCallEnd + solarCallsEnd}
 		// Each function on its own first, so that an error names it.
 		if _, err := grammar.FromBranches(defs, branches[i:i+1]); err != nil {
