@@ -76,7 +76,7 @@ func splitJSON(s string) (json.RawMessage, string, error) {
 }
 
 func (p *Parser) callsFromValue(v json.RawMessage, needArgs bool, depth int) ([]ToolCall, error) {
-	v = bytes.TrimSpace(v)
+	v = bytes.Trim(v, spaces)
 	if depth > 2 || len(v) == 0 {
 		return nil, fmt.Errorf("not a call")
 	}
@@ -131,7 +131,7 @@ func (p *Parser) callsFromValue(v json.RawMessage, needArgs bool, depth int) ([]
 
 // call checks a call's function name and arguments.
 func (p *Parser) call(name string, args json.RawMessage) (ToolCall, error) {
-	name = strings.TrimSpace(name)
+	name = trimSpace(name)
 	if name == "" {
 		return ToolCall{}, fmt.Errorf("a call names no function")
 	}
@@ -149,7 +149,7 @@ func (p *Parser) call(name string, args json.RawMessage) (ToolCall, error) {
 // JSON string holding one (as OpenAI writes them); absent arguments are
 // {}. Anything else is an error.
 func ObjectArguments(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
+	raw = bytes.Trim(raw, spaces)
 	if len(raw) == 0 || string(raw) == "null" {
 		return json.RawMessage("{}"), nil
 	}
@@ -158,7 +158,7 @@ func ObjectArguments(raw json.RawMessage) (json.RawMessage, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, err
 		}
-		raw = bytes.TrimSpace([]byte(s))
+		raw = bytes.Trim([]byte(s), spaces)
 	}
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, fmt.Errorf("arguments are not a JSON object")
@@ -219,7 +219,7 @@ func (p *Parser) parseBlock(m callMarker, body string) ([]ToolCall, error) {
 // unfence removes a Markdown code fence (```json … ```) around s, and
 // the whitespace around it.
 func unfence(s string) string {
-	s = strings.TrimSpace(s)
+	s = trimSpace(s)
 	if !strings.HasPrefix(s, "```") {
 		return s
 	}
@@ -227,8 +227,8 @@ func unfence(s string) string {
 	if !ok {
 		return s
 	}
-	if b, ok := strings.CutSuffix(strings.TrimSpace(body), "```"); ok {
-		return strings.TrimSpace(b)
+	if b, ok := strings.CutSuffix(trimSpace(body), "```"); ok {
+		return trimSpace(b)
 	}
 	return s
 }
@@ -241,10 +241,10 @@ func (p *Parser) functionTag(body string) ([]ToolCall, error) {
 		return nil, fmt.Errorf("<function=…> without '>'")
 	}
 	raw := json.RawMessage(args)
-	if a := strings.TrimSpace(args); strings.HasPrefix(a, "<parameter=") {
+	if a := trimSpace(args); strings.HasPrefix(a, "<parameter=") {
 		var err error
 		if raw, err = xmlParameters(a, p.stringProps(name)); err != nil {
-			return nil, fmt.Errorf("call of %q: %v", strings.TrimSpace(name), err)
+			return nil, fmt.Errorf("call of %q: %v", trimSpace(name), err)
 		}
 	}
 	c, err := p.call(name, raw)
@@ -262,7 +262,7 @@ func xmlParameters(s string, str map[string]bool) (json.RawMessage, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for n := 0; ; n++ {
-		s = strings.TrimSpace(s)
+		s = trimSpace(s)
 		if s == "" {
 			break
 		}
@@ -283,7 +283,7 @@ func xmlParameters(s string, str map[string]bool) (json.RawMessage, error) {
 		if n > 0 {
 			b.WriteByte(',')
 		}
-		key = strings.TrimSpace(key)
+		key = trimSpace(key)
 		b.Write(jsonString(key))
 		b.WriteByte(':')
 		argValue(&b, value, str[key])
@@ -326,7 +326,7 @@ func (p *Parser) parseRest(m callMarker, text string) ([]ToolCall, string, error
 		return p.functionary(text)
 	}
 	if m.open == "Action:" {
-		body := strings.TrimSpace(strings.TrimPrefix(text, m.open))
+		body := trimSpace(strings.TrimPrefix(text, m.open))
 		var after string
 		if b, ok := strings.CutPrefix(body, "```json"); ok {
 			body, after, ok = strings.Cut(b, "```")
@@ -335,7 +335,7 @@ func (p *Parser) parseRest(m callMarker, text string) ([]ToolCall, string, error
 			}
 		}
 		calls, content, err := p.callsFromJSON(body, false, true)
-		return calls, strings.TrimSpace(content + strings.TrimSpace(after)), err
+		return calls, trimSpace(content + trimSpace(after)), err
 	}
 	open := m.open
 	if ms := markers(p.o.Format); open == "" && len(ms) == 1 && ms[0].close == "" && ms[0].open != "Action:" {
@@ -348,7 +348,7 @@ func (p *Parser) parseRest(m callMarker, text string) ([]ToolCall, string, error
 	var calls []ToolCall
 	var content []string
 	for i, part := range parts {
-		if strings.TrimSpace(part) == "" {
+		if trimSpace(part) == "" {
 			continue
 		}
 		cs, c, err := p.restPart(open, part, i == 0 && m.open == "")
@@ -369,7 +369,7 @@ func (p *Parser) parseRest(m callMarker, text string) ([]ToolCall, string, error
 // restPart reads the calls after one open-ended marker (or, with
 // answer, the JSON an answer starts with).
 func (p *Parser) restPart(open, part string, answer bool) ([]ToolCall, string, error) {
-	part = strings.TrimSpace(part)
+	part = trimSpace(part)
 	if !answer {
 		switch open {
 		case "[TOOL_CALLS]":
@@ -394,22 +394,22 @@ func (p *Parser) mistral(part string) ([]ToolCall, string, error) {
 		return nil, "", fmt.Errorf("[TOOL_CALLS] without a call")
 	}
 	name, id, _ := strings.Cut(head, "[CALL_ID]")
-	v, after, err := splitJSON(strings.TrimSpace(args))
+	v, after, err := splitJSON(trimSpace(args))
 	if err != nil {
-		return nil, "", fmt.Errorf("call of %q: %v", strings.TrimSpace(name), err)
+		return nil, "", fmt.Errorf("call of %q: %v", trimSpace(name), err)
 	}
 	c, err := p.call(name, v)
 	if err != nil {
 		return nil, "", err
 	}
-	c.ID = strings.TrimSpace(id)
-	return []ToolCall{c}, strings.TrimSpace(after), nil
+	c.ID = trimSpace(id)
+	return []ToolCall{c}, trimSpace(after), nil
 }
 
 // functionary reads functionary v3.2 output: ">>>recipient\nbody"
 // blocks (the first ">>>" may be in the prompt), "all" for text.
 func (p *Parser) functionary(text string) ([]ToolCall, string, error) {
-	text = strings.TrimLeft(text, " \t\r\n")
+	text = strings.TrimLeft(text, spaces)
 	if strings.HasPrefix(text, "{") || strings.HasPrefix(text, "[") {
 		return p.callsFromJSON(text, true, true)
 	}
@@ -417,7 +417,7 @@ func (p *Parser) functionary(text string) ([]ToolCall, string, error) {
 	var content strings.Builder
 	for i, block := range strings.Split(strings.TrimPrefix(text, ">>>"), ">>>") {
 		name, body, _ := strings.Cut(block, "\n")
-		name = strings.TrimSpace(name)
+		name = trimSpace(name)
 		if i == 0 && name != "all" && !p.tools[name] && !strings.HasPrefix(text, ">>>") {
 			return nil, text, nil // plain text, no blocks
 		}
@@ -466,7 +466,7 @@ var (
 // argTags reads "NAME" followed by key/value argument pairs in tags t.
 func (p *Parser) argTags(body string, t argTags) ([]ToolCall, error) {
 	name, rest, _ := strings.Cut(body, t.key)
-	if name = strings.TrimSpace(name); name == "" || strings.ContainsAny(name, " \t\n<>{}\"") {
+	if name = trimSpace(name); name == "" || strings.ContainsAny(name, " \t\n<>{}\"") {
 		return nil, fmt.Errorf("not a call: %.40q", body)
 	}
 	str := p.stringProps(name)
@@ -477,7 +477,7 @@ func (p *Parser) argTags(body string, t argTags) ([]ToolCall, error) {
 		if !ok {
 			return nil, fmt.Errorf("call of %q: %s without %s", name, t.key, t.keyEnd)
 		}
-		after, ok = strings.CutPrefix(strings.TrimLeft(after, " \t\r\n"), t.value)
+		after, ok = strings.CutPrefix(strings.TrimLeft(after, spaces), t.value)
 		if !ok {
 			return nil, fmt.Errorf("call of %q: argument %q without %s", name, key, t.value)
 		}
@@ -488,11 +488,11 @@ func (p *Parser) argTags(body string, t argTags) ([]ToolCall, error) {
 		if n > 0 {
 			b.WriteByte(',')
 		}
-		key = strings.TrimSpace(key)
+		key = trimSpace(key)
 		b.Write(jsonString(key))
 		b.WriteByte(':')
 		argValue(&b, value, str[key])
-		rest = strings.TrimSpace(after)
+		rest = trimSpace(after)
 		if rest != "" {
 			if rest, ok = strings.CutPrefix(rest, t.key); !ok {
 				return nil, fmt.Errorf("call of %q: text between arguments", name)
@@ -513,7 +513,7 @@ func (p *Parser) argTags(body string, t argTags) ([]ToolCall, error) {
 // "</tool_call:opensource>".
 func (p *Parser) hy3(body string) ([]ToolCall, error) {
 	return p.sectionCalls(body, hy3CallBegin, hy3CallEnd, hy3Sep, "Hy3", func(name, args string) ([]ToolCall, error) {
-		return p.argTags(strings.TrimSpace(name)+" "+strings.TrimSpace(args), hy3Tags)
+		return p.argTags(trimSpace(name)+" "+trimSpace(args), hy3Tags)
 	})
 }
 
@@ -522,7 +522,7 @@ func (p *Parser) hy3(body string) ([]ToolCall, error) {
 // <|tool_call_end|>".
 func (p *Parser) kimi(body string) ([]ToolCall, error) {
 	return p.sectionCalls(body, kimiCallBegin, kimiCallEnd, kimiArgsBegin, "Kimi", func(id, args string) ([]ToolCall, error) {
-		name := strings.TrimPrefix(strings.TrimSpace(id), "functions.")
+		name := strings.TrimPrefix(trimSpace(id), "functions.")
 		if i := strings.LastIndexByte(name, ':'); i >= 0 {
 			name = name[:i]
 		}
@@ -545,7 +545,7 @@ func (p *Parser) miniMax(body string) ([]ToolCall, error) {
 // whether its value is a string or JSON.
 func (p *Parser) invokes(body, prefix string) ([]ToolCall, error) {
 	var calls []ToolCall
-	for rest := strings.TrimSpace(body); rest != ""; rest = strings.TrimSpace(rest) {
+	for rest := trimSpace(body); rest != ""; rest = trimSpace(rest) {
 		r, ok := strings.CutPrefix(rest, `<`+prefix+`invoke name="`)
 		if !ok {
 			return nil, fmt.Errorf("text between MiniMax calls")
@@ -562,7 +562,7 @@ func (p *Parser) invokes(body, prefix string) ([]ToolCall, error) {
 		var b bytes.Buffer
 		b.WriteByte('{')
 		for n := 0; ; n++ {
-			inner = strings.TrimSpace(inner)
+			inner = trimSpace(inner)
 			if inner == "" {
 				break
 			}
@@ -578,7 +578,7 @@ func (p *Parser) invokes(body, prefix string) ([]ToolCall, error) {
 			if !ok {
 				return nil, fmt.Errorf("call of %q: a parameter tag without its end", name)
 			}
-			attr = strings.TrimSpace(attr)
+			attr = trimSpace(attr)
 			value, q, ok := strings.Cut(q, "</"+prefix+"parameter>")
 			if !ok {
 				return nil, fmt.Errorf("call of %q: parameter %q without </parameter>", name, key)
@@ -588,7 +588,7 @@ func (p *Parser) invokes(body, prefix string) ([]ToolCall, error) {
 			}
 			b.Write(jsonString(key))
 			b.WriteByte(':')
-			switch v := strings.TrimSpace(value); {
+			switch v := trimSpace(value); {
 			case attr == `string="true"`:
 				b.Write(jsonString(value))
 			case attr == `string="false"` && !json.Valid([]byte(v)):
@@ -620,7 +620,7 @@ func (p *Parser) invokes(body, prefix string) ([]ToolCall, error) {
 // member, the function's name, whose value is the arguments.
 func (p *Parser) apertus(body string) ([]ToolCall, error) {
 	var items []json.RawMessage
-	if err := json.Unmarshal([]byte(strings.TrimSpace(body)), &items); err != nil {
+	if err := json.Unmarshal([]byte(trimSpace(body)), &items); err != nil {
 		return nil, fmt.Errorf("Apertus calls are not a JSON array: %v", err)
 	}
 	var calls []ToolCall
@@ -677,7 +677,7 @@ func (p *Parser) sectionCalls(body, begin, end, sep, family string, read func(he
 func callParts(body, begin, end, family string) ([]string, error) {
 	var parts []string
 	for _, part := range strings.Split(body, begin) {
-		part = strings.TrimSpace(part)
+		part = trimSpace(part)
 		if part == "" {
 			continue
 		}
@@ -695,7 +695,7 @@ func callParts(body, begin, end, family string) ([]string, error) {
 // text as it is ("18" stays "18"); any other is JSON where the text is
 // JSON (a number, true, an object, …), else the text as a string.
 func argValue(b *bytes.Buffer, value string, str bool) {
-	if v := strings.TrimSpace(value); !str && v != "" && json.Valid([]byte(v)) {
+	if v := trimSpace(value); !str && v != "" && json.Valid([]byte(v)) {
 		b.WriteString(v)
 	} else {
 		b.Write(jsonString(value))
@@ -705,7 +705,7 @@ func argValue(b *bytes.Buffer, value string, str bool) {
 // stringProps are the properties of function name's parameters
 // (Options.Parameters) that allow only strings.
 func (p *Parser) stringProps(name string) map[string]bool {
-	name = strings.TrimSpace(name)
+	name = trimSpace(name)
 	if s, ok := p.strs[name]; ok {
 		return s
 	}

@@ -22,7 +22,7 @@ const (
 
 // gemma4 reads the inside of <|tool_call>…<tool_call|>: "call:NAME{…}".
 func (p *Parser) gemma4(body string) ([]ToolCall, error) {
-	rest, ok := strings.CutPrefix(strings.TrimSpace(body), "call:")
+	rest, ok := strings.CutPrefix(trimSpace(body), "call:")
 	if !ok {
 		return nil, fmt.Errorf("%s without call:", gemma4CallBegin)
 	}
@@ -30,13 +30,13 @@ func (p *Parser) gemma4(body string) ([]ToolCall, error) {
 	if at < 0 {
 		return nil, fmt.Errorf("%s call without arguments", gemma4CallBegin)
 	}
-	name := strings.TrimSpace(rest[:at])
+	name := trimSpace(rest[:at])
 	var b bytes.Buffer
 	after, err := gemma4Value(&b, rest[at:])
 	if err != nil {
 		return nil, fmt.Errorf("call of %q: %v", name, err)
 	}
-	if strings.TrimSpace(after) != "" {
+	if trimSpace(after) != "" {
 		return nil, fmt.Errorf("call of %q: %q after the arguments", name, after)
 	}
 	c, err := p.call(name, json.RawMessage(b.Bytes()))
@@ -49,7 +49,7 @@ func (p *Parser) gemma4(body string) ([]ToolCall, error) {
 // gemma4Value writes the value at the start of s as JSON and returns the
 // text after it.
 func gemma4Value(b *bytes.Buffer, s string) (string, error) {
-	s = strings.TrimLeft(s, " \t\r\n")
+	s = strings.TrimLeft(s, spaces)
 	switch {
 	case strings.HasPrefix(s, gemma4Quote):
 		str, after, ok := strings.Cut(s[len(gemma4Quote):], gemma4Quote)
@@ -61,7 +61,7 @@ func gemma4Value(b *bytes.Buffer, s string) (string, error) {
 		return after, nil
 	case strings.HasPrefix(s, "{"):
 		b.WriteByte('{')
-		s = strings.TrimLeft(s[1:], " \t\r\n")
+		s = strings.TrimLeft(s[1:], spaces)
 		if rest, ok := strings.CutPrefix(s, "}"); ok {
 			b.WriteByte('}')
 			return rest, nil
@@ -74,7 +74,7 @@ func gemma4Value(b *bytes.Buffer, s string) (string, error) {
 			if colon < 0 || s[colon] != ':' {
 				return "", fmt.Errorf("an object member without a key")
 			}
-			key := strings.TrimSpace(s[:colon])
+			key := trimSpace(s[:colon])
 			if k, ok := strings.CutPrefix(key, gemma4Quote); ok {
 				key = strings.TrimSuffix(k, gemma4Quote)
 			}
@@ -88,10 +88,10 @@ func gemma4Value(b *bytes.Buffer, s string) (string, error) {
 			if s, err = gemma4Value(b, s[colon+1:]); err != nil {
 				return "", err
 			}
-			s = strings.TrimLeft(s, " \t\r\n")
+			s = strings.TrimLeft(s, spaces)
 			switch {
 			case strings.HasPrefix(s, ","):
-				s = strings.TrimLeft(s[1:], " \t\r\n")
+				s = strings.TrimLeft(s[1:], spaces)
 			case strings.HasPrefix(s, "}"):
 				b.WriteByte('}')
 				return s[1:], nil
@@ -101,7 +101,7 @@ func gemma4Value(b *bytes.Buffer, s string) (string, error) {
 		}
 	case strings.HasPrefix(s, "["):
 		b.WriteByte('[')
-		s = strings.TrimLeft(s[1:], " \t\r\n")
+		s = strings.TrimLeft(s[1:], spaces)
 		if rest, ok := strings.CutPrefix(s, "]"); ok {
 			b.WriteByte(']')
 			return rest, nil
@@ -114,7 +114,7 @@ func gemma4Value(b *bytes.Buffer, s string) (string, error) {
 			if s, err = gemma4Value(b, s); err != nil {
 				return "", err
 			}
-			s = strings.TrimLeft(s, " \t\r\n")
+			s = strings.TrimLeft(s, spaces)
 			switch {
 			case strings.HasPrefix(s, ","):
 				s = s[1:]

@@ -29,7 +29,7 @@ func toolArgs(tools []Tool, only string) (args []json.RawMessage, names []string
 		if only != "" && t.Name != only {
 			continue
 		}
-		params := bytes.TrimSpace(t.Parameters)
+		params := bytes.Trim(t.Parameters, spaces)
 		if len(params) == 0 || string(params) == "null" {
 			params = []byte(`{"type": "object"}`)
 		}
@@ -372,7 +372,7 @@ func LazyGrammar(o Options, tools []Tool, triggerRule string) (string, error) {
 	pad := `[ \n]{0,2} [ ]{0,8}`
 	item := "tadpole-object"
 	parts := []string{triggerRule, `[ \n]{0,2}`}
-	if open := strings.TrimSpace(c.open); open != "" {
+	if open := trimSpace(c.open); open != "" {
 		parts = append(parts, strconv.Quote(open), pad)
 		if open == "[" {
 			// A list: parallel calls, "},\n    {".
@@ -380,7 +380,7 @@ func LazyGrammar(o Options, tools []Tool, triggerRule string) (string, error) {
 		}
 	}
 	parts = append(parts, item)
-	if cl := strings.TrimSpace(c.close); cl != "" {
+	if cl := trimSpace(c.close); cl != "" {
 		parts = append(parts, `[ \n]{0,2}`, strconv.Quote(cl))
 	}
 	root := "tadpole-call"

@@ -113,7 +113,7 @@ func (p *Parser) harmonyHeader(d *Delta, end bool) bool {
 	if m < 0 {
 		if end {
 			// A header the output never finished: nothing to say.
-			if strings.TrimSpace(p.buf) != "" {
+			if trimSpace(p.buf) != "" {
 				p.warnings = append(p.warnings, fmt.Sprintf("harmony header without a message dropped: %q", p.buf))
 			}
 			p.buf = ""
@@ -128,11 +128,11 @@ func (p *Parser) harmonyHeader(d *Delta, end bool) bool {
 	// "<|channel|>commentary to=functions.x <|constrain|>json".
 	head = strings.ReplaceAll(strings.ReplaceAll(head, harmonyStart, " "), harmonyConstrain, " ")
 	role, channel, _ := strings.Cut(head, harmonyChannel)
-	fields := strings.Fields(channel)
+	fields := strings.FieldsFunc(channel, isSpaceRune)
 	if len(fields) > 0 {
 		h.channel = fields[0]
 	}
-	for _, f := range append(strings.Fields(role), fields...) {
+	for _, f := range append(strings.FieldsFunc(role, isSpaceRune), fields...) {
 		if to, ok := strings.CutPrefix(f, "to="); ok {
 			h.to = to
 		}
@@ -164,8 +164,8 @@ func (p *Parser) harmonyClose(d *Delta) {
 		if h.channel == "commentary" {
 			// A preamble: content, or a bare call object (what a forced
 			// call's grammar writes when the tool is not named).
-			if len(p.tools) > 0 && strings.HasPrefix(strings.TrimSpace(body), "{") {
-				if calls, _, err := p.callsFromJSON(strings.TrimSpace(body), true, false); err == nil {
+			if len(p.tools) > 0 && strings.HasPrefix(trimSpace(body), "{") {
+				if calls, _, err := p.callsFromJSON(trimSpace(body), true, false); err == nil {
 					p.emitCalls(d, calls)
 					return
 				}
@@ -179,7 +179,7 @@ func (p *Parser) harmonyClose(d *Delta) {
 		p.malformed(d, body, fmt.Errorf("a harmony message to %q, which is not among the request's tools", h.to))
 		return
 	}
-	c, err := p.call(name, []byte(strings.TrimSpace(body)))
+	c, err := p.call(name, []byte(trimSpace(body)))
 	if err != nil {
 		p.malformed(d, body, err)
 		return

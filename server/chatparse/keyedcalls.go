@@ -78,7 +78,7 @@ func (p gemma4Property) value(raw json.RawMessage, rule string) (string, []strin
 		}
 		scalar := true
 		for _, v := range vals {
-			v = bytes.TrimSpace(v)
+			v = bytes.Trim(v, spaces)
 			scalar = scalar && len(v) > 0 && v[0] != '"' && v[0] != '{' && v[0] != '['
 		}
 		if !scalar {
@@ -114,7 +114,7 @@ func pythonLiterals(rules []string) []string {
 // renameRules are grammar g's rules with every rule name prefixed.
 func renameRules(g, prefix string) []string {
 	names := map[string]bool{}
-	lines := strings.Split(strings.TrimSpace(g), "\n")
+	lines := strings.Split(trimSpace(g), "\n")
 	for _, l := range lines {
 		name, _, _ := strings.Cut(l, " ::= ")
 		names[name] = true
@@ -225,7 +225,7 @@ func keyedCalls(syn keyedSyntax, tools []Tool, only string) (string, error) {
 			Defs        map[string]json.RawMessage `json:"$defs"`
 			Definitions map[string]json.RawMessage `json:"definitions"`
 		}
-		if p := strings.TrimSpace(string(t.Parameters)); p != "" && p != "null" {
+		if p := trimSpace(string(t.Parameters)); p != "" && p != "null" {
 			if err := json.Unmarshal(t.Parameters, &s); err != nil {
 				return "", fmt.Errorf("function %q: parameters must be a JSON schema object", t.Name)
 			}

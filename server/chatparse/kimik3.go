@@ -35,7 +35,7 @@ var k3Silent = []string{k3OpenTag("response"), k3CloseTag("response"), k3CloseTa
 // kimiK3 reads the inside of Kimi K3's tools section: its calls.
 func (p *Parser) kimiK3(body string) ([]ToolCall, error) {
 	var calls []ToolCall
-	rest := strings.TrimSpace(body)
+	rest := trimSpace(body)
 	for rest != "" {
 		head, ok := strings.CutPrefix(rest, k3Open+"call")
 		if !ok {
@@ -53,7 +53,7 @@ func (p *Parser) kimiK3(body string) ([]ToolCall, error) {
 		if !ok {
 			return nil, fmt.Errorf("a Kimi K3 call of %q without its close", name)
 		}
-		args, err := k3Arguments(strings.TrimSpace(inner))
+		args, err := k3Arguments(trimSpace(inner))
 		if err != nil {
 			return nil, fmt.Errorf("call of %q: %v", name, err)
 		}
@@ -62,7 +62,7 @@ func (p *Parser) kimiK3(body string) ([]ToolCall, error) {
 			return nil, err
 		}
 		calls = append(calls, c)
-		rest = strings.TrimSpace(after)
+		rest = trimSpace(after)
 	}
 	if len(calls) == 0 {
 		return nil, fmt.Errorf("an empty Kimi K3 tools section")
@@ -79,7 +79,7 @@ func k3Arguments(s string) (json.RawMessage, error) {
 			return nil, fmt.Errorf("a json tag without %s", k3Sep)
 		}
 		obj, rest, ok := strings.Cut(after, k3CloseTag("json"))
-		if !ok || strings.TrimSpace(rest) != "" {
+		if !ok || trimSpace(rest) != "" {
 			return nil, fmt.Errorf("a json element without its close")
 		}
 		return json.RawMessage(obj), nil
@@ -108,12 +108,12 @@ func k3Arguments(s string) (json.RawMessage, error) {
 		}
 		b.Write(jsonString(key))
 		b.WriteByte(':')
-		if typ, _ := k3Attr(attrs, "type"); typ != "string" && json.Valid([]byte(strings.TrimSpace(value))) {
-			b.WriteString(strings.TrimSpace(value))
+		if typ, _ := k3Attr(attrs, "type"); typ != "string" && json.Valid([]byte(trimSpace(value))) {
+			b.WriteString(trimSpace(value))
 		} else {
 			b.Write(jsonString(value))
 		}
-		s = strings.TrimSpace(after)
+		s = trimSpace(after)
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil

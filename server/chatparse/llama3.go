@@ -32,7 +32,7 @@ func (p *Parser) pythonTag(part string) ([]ToolCall, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		return []ToolCall{c}, strings.TrimSpace(rest), nil
+		return []ToolCall{c}, trimSpace(rest), nil
 	}
 	for _, name := range []string{"python", "code_interpreter"} {
 		if p.tools[name] {
@@ -49,10 +49,10 @@ func pythonKeywords(s string) (json.RawMessage, string, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for n := 0; ; n++ {
-		s = strings.TrimLeft(s, " \t\r\n")
+		s = strings.TrimLeft(s, spaces)
 		if n > 0 {
 			if r, ok := strings.CutPrefix(s, ","); ok {
-				s = strings.TrimLeft(r, " \t\r\n")
+				s = strings.TrimLeft(r, spaces)
 			} else if !strings.HasPrefix(s, ")") {
 				return nil, "", fmt.Errorf("expected ',' or ')' in the arguments")
 			}
@@ -65,12 +65,12 @@ func pythonKeywords(s string) (json.RawMessage, string, error) {
 		if key == "" {
 			return nil, "", fmt.Errorf("expected a keyword argument")
 		}
-		s = strings.TrimLeft(s[len(key):], " \t\r\n")
+		s = strings.TrimLeft(s[len(key):], spaces)
 		r, ok := strings.CutPrefix(s, "=")
 		if !ok {
 			return nil, "", fmt.Errorf("expected '=' after %q", key)
 		}
-		v, r, err := pythonValue(strings.TrimLeft(r, " \t\r\n"))
+		v, r, err := pythonValue(strings.TrimLeft(r, spaces))
 		if err != nil {
 			return nil, "", err
 		}

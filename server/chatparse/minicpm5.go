@@ -27,7 +27,7 @@ func (p *Parser) miniCPM5(body string) ([]ToolCall, error) {
 	str := p.stringProps(name)
 	var b bytes.Buffer
 	b.WriteByte('{')
-	rest = strings.TrimSpace(rest)
+	rest = trimSpace(rest)
 	for n := 0; rest != ""; n++ {
 		after, ok := strings.CutPrefix(rest, miniCPMParam)
 		if !ok {
@@ -56,7 +56,7 @@ func (p *Parser) miniCPM5(body string) ([]ToolCall, error) {
 		b.Write(jsonString(key))
 		b.WriteByte(':')
 		argValue(&b, value, cdata || str[key])
-		rest = strings.TrimSpace(after)
+		rest = trimSpace(after)
 	}
 	b.WriteByte('}')
 	c, err := p.call(name, b.Bytes())

@@ -29,7 +29,7 @@ const (
 // miniMaxM3 reads the inside of a tool_call block: its invokes.
 func (p *Parser) miniMaxM3(body string) ([]ToolCall, error) {
 	var calls []ToolCall
-	rest := strings.TrimSpace(body)
+	rest := trimSpace(body)
 	for rest != "" {
 		head, ok := strings.CutPrefix(rest, m3NS+`<invoke name="`)
 		if !ok {
@@ -49,7 +49,7 @@ func (p *Parser) miniMaxM3(body string) ([]ToolCall, error) {
 			return nil, err
 		}
 		calls = append(calls, c)
-		rest = strings.TrimSpace(after)
+		rest = trimSpace(after)
 	}
 	if len(calls) == 0 {
 		return nil, fmt.Errorf("an empty MiniMax M3 tool_call block")
@@ -68,7 +68,7 @@ func m3Members(b *bytes.Buffer, s, parent string, items bool, str map[string]boo
 	}
 	b.WriteByte(open)
 	for n := 0; ; n++ {
-		s = strings.TrimLeft(s, " \t\r\n")
+		s = strings.TrimLeft(s, spaces)
 		if rest, ok := strings.CutPrefix(s, closing); ok {
 			b.WriteByte(end)
 			return rest, nil
@@ -102,7 +102,7 @@ func m3Members(b *bytes.Buffer, s, parent string, items bool, str map[string]boo
 // string when str), and returns the text after its close.
 func m3Value(b *bytes.Buffer, s, name string, str bool) (string, error) {
 	closing := m3NS + "</" + name + ">"
-	if t := strings.TrimLeft(s, " \t\r\n"); strings.HasPrefix(t, m3NS+"<") && !strings.HasPrefix(t, closing) {
+	if t := strings.TrimLeft(s, spaces); strings.HasPrefix(t, m3NS+"<") && !strings.HasPrefix(t, closing) {
 		// Elements: an object's members, or a list's items.
 		items := strings.HasPrefix(t, m3NS+"<item>")
 		return m3Members(b, t, name, items, nil)
@@ -111,7 +111,7 @@ func m3Value(b *bytes.Buffer, s, name string, str bool) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("element %q without its close", name)
 	}
-	if v := strings.TrimSpace(text); !str && v != "" && v[0] != '"' && json.Valid([]byte(v)) {
+	if v := trimSpace(text); !str && v != "" && v[0] != '"' && json.Valid([]byte(v)) {
 		b.WriteString(v)
 	} else {
 		b.Write(jsonString(text))

@@ -157,7 +157,17 @@ func Parse(o Options, text string) (Delta, []string) {
 	return p.Next(text, true), p.Warnings()
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+// spaces is the whitespace the parser trims and holds back: JSON's. One
+// definition, so that a piece cut anywhere (inside a multi-byte space
+// such as U+00A0 too) decides as the whole does.
+const spaces = " \t\r\n"
+
+func isSpace(c byte) bool { return strings.IndexByte(spaces, c) >= 0 }
+
+func isSpaceRune(r rune) bool { return r < 0x80 && isSpace(byte(r)) }
+
+// trimSpace is strings.TrimSpace for spaces.
+func trimSpace(s string) string { return strings.Trim(s, spaces) }
 
 // held is how many bytes at the end of s may be the start of one of
 // tags: the longest proper prefix of a tag that s ends with.
@@ -220,7 +230,7 @@ func (p *Parser) step(end bool) Delta {
 
 // content emits text as content.
 func (p *Parser) content(d *Delta, s string) {
-	if strings.TrimSpace(s) != "" {
+	if trimSpace(s) != "" {
 		p.started = true
 	}
 	d.Content += s
@@ -231,7 +241,7 @@ func (p *Parser) content(d *Delta, s string) {
 // wait for more text.
 func (p *Parser) normal(d *Delta, end bool) bool {
 	if p.trimLeft {
-		p.buf = strings.TrimLeft(p.buf, " \t\r\n")
+		p.buf = strings.TrimLeft(p.buf, spaces)
 		if p.buf == "" {
 			return false
 		}
@@ -248,7 +258,7 @@ func (p *Parser) normal(d *Delta, end bool) bool {
 	}
 	tags = append(tags, p.silent...)
 	if !p.started && len(p.tools) > 0 && (jsonAnswers(p.o.Format) || p.o.Format == Functionary) {
-		t := strings.TrimLeft(p.buf, " \t\r\n")
+		t := strings.TrimLeft(p.buf, spaces)
 		if t == "" && !end {
 			return false
 		}
@@ -291,7 +301,7 @@ markers:
 			return true
 		}
 	}
-	before := strings.TrimRight(p.buf[:at], " \t\r\n")
+	before := strings.TrimRight(p.buf[:at], spaces)
 	p.content(d, before)
 	p.lead = p.buf[len(before):at]
 	p.buf = p.buf[at:]
@@ -320,7 +330,7 @@ markers:
 func (p *Parser) recipient(t string, end bool) bool {
 	name, text, ok := strings.Cut(t, "\n")
 	if !ok && !end {
-		head := strings.TrimSpace(t)
+		head := trimSpace(t)
 		if strings.HasPrefix("all", head) {
 			return false // may still be a recipient
 		}
@@ -330,7 +340,7 @@ func (p *Parser) recipient(t string, end bool) bool {
 			}
 		}
 	}
-	switch name = strings.TrimSpace(name); {
+	switch name = trimSpace(name); {
 	case name == "all":
 		p.buf = text
 	case p.tools[name]:
@@ -345,7 +355,7 @@ func (p *Parser) recipient(t string, end bool) bool {
 // the tags dropped).
 func (p *Parser) thinking(d *Delta, end bool) bool {
 	if p.thinkStart {
-		p.buf = strings.TrimLeft(p.buf, " \t\r\n")
+		p.buf = strings.TrimLeft(p.buf, spaces)
 		if p.buf == "" && !end {
 			return false
 		}
@@ -353,13 +363,13 @@ func (p *Parser) thinking(d *Delta, end bool) bool {
 	}
 	at, tag := earliest(p.buf, p.closes)
 	if at >= 0 {
-		d.Thinking += strings.TrimRight(p.buf[:at], " \t\r\n")
+		d.Thinking += strings.TrimRight(p.buf[:at], spaces)
 		p.buf = p.buf[at+len(tag):]
 		p.mode, p.trimLeft = normal, true
 		return true
 	}
 	if end {
-		d.Thinking += strings.TrimRight(p.buf, " \t\r\n")
+		d.Thinking += strings.TrimRight(p.buf, spaces)
 		p.buf = ""
 		return false
 	}

@@ -454,6 +454,12 @@ func FuzzParser(f *testing.F) {
 	for _, c := range parseCases {
 		f.Add(c.text, uint8(c.o.Format), uint16(len(c.text)/2), c.o.Thinking)
 	}
+	// Cut inside a space of more than one byte (U+00A0, U+0085), or next
+	// to one Go's strings.TrimSpace knows and JSON does not.
+	f.Add("\u00a0{\"name\":\"get_time\",\"parameters\":{}}<|start|>x", uint8(FunctionTag), uint16(1), true)
+	f.Add("all\u00a0", uint8(Functionary), uint16(4), false)
+	f.Add("\u0085all", uint8(Functionary), uint16(1), true)
+	f.Add("\f[TOOL_CALLS]<think>\u00a0", uint8(Generic), uint16(2), true)
 	f.Fuzz(func(t *testing.T, text string, format uint8, cut uint16, thinking bool) {
 		o := Options{Format: Format(format % 11), Tools: weather, Thinking: thinking}
 		whole, warnings := Parse(o, text)

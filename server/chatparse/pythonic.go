@@ -19,7 +19,7 @@ const (
 
 // pythonic reads a list of Python-style calls.
 func (p *Parser) pythonic(body string) ([]ToolCall, error) {
-	r := &pyReader{s: strings.TrimSpace(body)}
+	r := &pyReader{s: trimSpace(body)}
 	if !r.eat('[') {
 		return nil, fmt.Errorf("Python-style calls without '['")
 	}

@@ -32,7 +32,7 @@ func (p *Parser) solar(body string) ([]ToolCall, error) {
 		if !ok {
 			return nil, fmt.Errorf("a Solar Open call without %s", solarName)
 		}
-		c, err := p.call(strings.TrimSpace(name), json.RawMessage(strings.TrimSpace(args)))
+		c, err := p.call(trimSpace(name), json.RawMessage(trimSpace(args)))
 		return []ToolCall{c}, err
 	})
 }
