@@ -33,19 +33,34 @@ const (
 
 var museEnds = []string{museEOM, museEOT, museStart}
 
-// museHead is a message's header before <|message|>.
-var museHead = regexp.MustCompile(`^\s*(?:<\|start\|>)?\s*(?:assistant)?(?:\s*to=(\S*))?\s*$`)
+// museHead is a message's header before <|message|> (the whitespace is
+// the parser's spaces).
+var museHead = regexp.MustCompile(`^[ \t\r\n]*(?:<\|start\|>)?[ \t\r\n]*(?:assistant)?(?:[ \t\r\n]*to=([^ \t\r\n]*))?[ \t\r\n]*$`)
 
-// museMaybeHead tells whether s may be the start of a header: a prefix
-// of one's fixed start, or a header up to its recipient's name so far.
+// museMaybeHead tells whether s may be the start of a header and its
+// <|message|>: whether more text could make museHead match the text
+// before a <|message|>. It follows museHead part by part.
 func museMaybeHead(s string) bool {
-	t := strings.TrimLeft(s, " \n")
-	for _, h := range []string{museStart + "assistant to=", "assistant to=", "to=", museMessage} {
-		if strings.HasPrefix(h, t) {
-			return true
-		}
+	t := strings.TrimLeft(s, spaces)
+	if strings.HasPrefix(museStart, t) {
+		return true
 	}
-	return museHead.MatchString(s)
+	t = strings.TrimLeft(strings.TrimPrefix(t, museStart), spaces)
+	if strings.HasPrefix("assistant", t) {
+		return true
+	}
+	t = strings.TrimLeft(strings.TrimPrefix(t, "assistant"), spaces)
+	if strings.HasPrefix("to=", t) {
+		return true
+	}
+	if name, ok := strings.CutPrefix(t, "to="); ok {
+		i := strings.IndexAny(name, spaces)
+		if i < 0 {
+			return true // the name so far (it may end in "<|message|"'s start)
+		}
+		t = strings.TrimLeft(name[i:], spaces)
+	}
+	return strings.HasPrefix(museMessage, t)
 }
 
 // museMaxHead bounds the text held while waiting for a header's
@@ -66,15 +81,14 @@ func (p *Parser) museStep(end bool) Delta {
 				if p.buf == "" {
 					return d
 				}
-				// No header: the text is content, to the next end.
-				h.inBody, h.to = true, "user"
-				h.body.Reset()
+				p.museNoHeader(&d)
 				continue
 			}
+			// A header and its <|message|> fit in museMaxHead, as the
+			// stream holds them.
 			sub := museHead.FindStringSubmatch(p.buf[:m])
-			if sub == nil {
-				h.inBody, h.to = true, "user"
-				h.body.Reset()
+			if sub == nil || m+len(museMessage) > museMaxHead {
+				p.museNoHeader(&d)
 				continue
 			}
 			p.buf = p.buf[m+len(museMessage):]
@@ -85,6 +99,20 @@ func (p *Parser) museStep(end bool) Delta {
 		if !p.messageBody(&d, end, museEnds, []string{museStart}, p.museText, p.museClose) {
 			return d
 		}
+	}
+}
+
+// museNoHeader starts a message the buffer has no header for: its text
+// is content, to the next end. A <|start|> that opens no header is
+// content too: the body must not end before it, or the parse would not
+// move on.
+func (p *Parser) museNoHeader(d *Delta) {
+	h := &p.harmony
+	h.inBody, h.to = true, "user"
+	h.body.Reset()
+	if strings.HasPrefix(p.buf, museStart) {
+		p.content(d, museStart)
+		p.buf = p.buf[len(museStart):]
 	}
 }
 
@@ -114,10 +142,10 @@ func (p *Parser) museClose(d *Delta) {
 		p.malformed(d, body, fmt.Errorf("a Muse message to %q, and the request has no tools", h.to))
 		return
 	}
-	inner := strings.TrimSpace(body)
+	inner := trimSpace(body)
 	inner, ok := strings.CutPrefix(inner, museCalls)
 	if ok {
-		inner, ok = strings.CutSuffix(strings.TrimSpace(inner), museCallsEnd)
+		inner, ok = strings.CutSuffix(trimSpace(inner), museCallsEnd)
 	}
 	if !ok {
 		p.malformed(d, body, fmt.Errorf("a Muse message to %q without an %s block", h.to, museCalls))

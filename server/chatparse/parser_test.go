@@ -333,6 +333,48 @@ func streamed(o Options, pieces []string) (Delta, []string) {
 	return d, p.Warnings()
 }
 
+// Random runs of every format's markup, whitespace of one and of several
+// bytes and call JSON, cut at a random place, decide as the whole does
+// in every format (the fuzzer explores from the parse cases; this walks
+// the markup the cases do not combine).
+func TestStreamingRandomMarkup(t *testing.T) {
+	pieces := []string{"\v", "\f", "\u0085", "\u00a0", "\r", "\n", " ", "0", "x=1", "all", "get_time", "get_time(", ")",
+		`{"nAme":"get_time","pArAmeters":{}}`, `{"name":"get_time","arguments":{}}`, "[", "]", "{", "}", "```json", "```", ";", ",",
+		"<|channel|>", "<|message|>", "commentary", "analysis", "final", "<|start|>", "assistant", "<|constrain|>", "json",
+		" to=functions.get_time", "<|end|>", "<|call|>", "<|return|>", "<|eom|>", "<|eot|>", " to=self", " to=get_time",
+		"<atem:function_calls>", "</atem:function_calls>", `<atem:invoke name="get_time">`, "</atem:invoke>",
+		"[ARGS]", "[CALL_ID]"}
+	for f := range formatNames {
+		for _, m := range markers(f) {
+			pieces = append(pieces, m.open, m.close)
+		}
+	}
+	for _, tag := range thinkingTags {
+		pieces = append(pieces, tag[0], tag[1])
+	}
+	r := rand.New(rand.NewPCG(5, 8))
+	for n, fails := 0, 0; n < 200000 && fails < 5; n++ {
+		var b strings.Builder
+		for range 1 + r.IntN(8) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		text := b.String()
+		o := Options{Format: Format(r.IntN(len(formatNames))), Tools: weather, Thinking: r.IntN(2) == 0}
+		whole, _ := Parse(o, text)
+		i := r.IntN(len(text) + 1)
+		parts, _ := streamed(o, []string{text[:i], text[i:]})
+		for _, d := range []*Delta{&whole, &parts} {
+			for j := range d.ToolCalls {
+				d.ToolCalls[j].ID = ""
+			}
+		}
+		if !reflect.DeepEqual(whole, parts) {
+			fails++
+			t.Errorf("%q in format %v (thinking %v), cut at %d: %+v, whole %+v", text, o.Format, o.Thinking, i, parts, whole)
+		}
+	}
+}
+
 // Cut anywhere, and in random pieces, the stream decides the same.
 func TestStreaming(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
@@ -460,8 +502,12 @@ func FuzzParser(f *testing.F) {
 	f.Add("all\u00a0", uint8(Functionary), uint16(4), false)
 	f.Add("\u0085all", uint8(Functionary), uint16(1), true)
 	f.Add("\f[TOOL_CALLS]<think>\u00a0", uint8(Generic), uint16(2), true)
+	// A Muse <|start|> that opens no header once spun the parser forever.
+	f.Add("get_time\v<|start|><|channel|>>>>", uint8(Muse), uint16(3), false)
+	f.Add("get_time[/THINK]<|start|><|message|>", uint8(Muse), uint16(34), false)
+	f.Add("\r\n<|message|>", uint8(Muse), uint16(8), false)
 	f.Fuzz(func(t *testing.T, text string, format uint8, cut uint16, thinking bool) {
-		o := Options{Format: Format(format % 11), Tools: weather, Thinking: thinking}
+		o := Options{Format: Format(int(format) % len(formatNames)), Tools: weather, Thinking: thinking}
 		whole, warnings := Parse(o, text)
 		i := int(cut) % (len(text) + 1)
 		parts, _ := streamed(o, []string{text[:i], text[i:]})
