@@ -61,8 +61,8 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 		{"lfm2", chatparse.Options{Format: chatparse.LFM2}, "<|tool_call_start|>["},
 		{"muse", chatparse.Options{Format: chatparse.Muse}, "<atem:invoke name="},
 		{"solar-open", chatparse.Options{Format: chatparse.SolarOpen}, "<|tool_call:name|>"},
-		{"tool-calls-tag", chatparse.Options{Format: chatparse.ToolCallsTag}, "<tool_calls>[{"},
-		{"firefunction", chatparse.Options{Format: chatparse.FireFunction}, "functools[{"},
+		{"tool-calls-tag", chatparse.Options{Format: chatparse.ToolCallsTag}, "<tool_calls>"},
+		{"firefunction", chatparse.Options{Format: chatparse.FireFunction}, " functools"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, only := range []string{"", "add", "label"} {

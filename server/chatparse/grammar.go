@@ -170,13 +170,18 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 		}
 		return withThinking(o, g), nil
 	}
+	if c, ok := callMarkup[o.Format]; ok {
+		g, err := markupGrammar(o, tools, only, strconv.Quote(c.trigger), false)
+		if err != nil {
+			return "", err
+		}
+		return withThinking(o, g), nil
+	}
 	s, names, err := callSchema(o, tools, only)
 	if err != nil {
 		return "", err
 	}
-	prefix, suffix := "", ""
-	switch o.Format {
-	case Harmony:
+	if o.Format == Harmony {
 		head := harmonyChannel + "commentary" + harmonyMessage
 		if len(names) == 1 {
 			head = harmonyChannel + "commentary to=functions." + names[0] + " " + harmonyConstrain + "json" + harmonyMessage
@@ -188,14 +193,8 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 			return "", err
 		}
 		return harmonyAnalysisFirst(g), nil
-	case CommandRPlus:
-		prefix, suffix = "Action: ```json\n[", "]\n```"
-	default:
-		if c, ok := callMarkup[o.Format]; ok {
-			prefix, suffix = c.trigger+c.open, c.close
-		}
 	}
-	g, err = grammar.FromSchemaBetween(s, prefix, suffix)
+	g, err = grammar.FromSchemaBetween(s, "", "")
 	if err != nil {
 		return "", err
 	}
@@ -280,10 +279,12 @@ var callMarkup = map[Format]struct{ trigger, open, close string }{
 	GigaChat: {gigaCall, "", ""},
 	// GigaChat 3.1: its <|function_call|> token, then the object.
 	GigaChat31: {gigaFunctionCall, "", ""},
-	// Apriel: <tool_calls>[{…}, …]</tool_calls>. (MiniMax M1's template
-	// writes one object a line inside the tags; forced, it gets the list,
-	// which the parser reads as well.)
-	ToolCallsTag: {toolCallsTagBegin, "[", "]" + toolCallsTagEnd},
+	// Apriel: <tool_calls>[{…}, …]</tool_calls>; MiniMax M1: one object
+	// a line inside the tags (markupGrammar takes both).
+	ToolCallsTag: {toolCallsTagBegin, "", toolCallsTagEnd},
+	// Command R+ (its tool_use template): "Action: ```json\n[{…}]\n```"
+	// ("Action:" is no token of its own: no lazy grammar).
+	CommandRPlus: {"Action: ```json", "[", "]\n```"},
 	// firefunction v2: " functools[{…}, …]", to the end of the output
 	// (its template writes the space before the marker).
 	FireFunction: {" " + strings.TrimSuffix(fireFunctionCalls, "["), "[", "]"},
@@ -302,7 +303,7 @@ func CallTrigger(o Options) string {
 		return m.trigger
 	}
 	switch o.Format {
-	case Mistral, ToolCallsTag, FireFunction:
+	case Mistral, ToolCallsTag, FireFunction, CommandRPlus:
 		// (<tool_calls> holds a list from Apriel, an object a line from
 		// MiniMax M1; "functools" is no token of its own.)
 		return ""
@@ -351,11 +352,22 @@ func LazyGrammar(o Options, tools []Tool, triggerRule string) (string, error) {
 	if g, ok, err := namedLazyGrammar(o, tools, triggerRule); ok {
 		return g, err
 	}
+	return markupGrammar(o, tools, "", triggerRule, true)
+}
+
+// markupGrammar is the grammar of a call object between its format's
+// markup (callMarkup), from trigger (a GBNF expression: the token's id
+// for a lazy grammar, the token's text for a forced one) to the close,
+// of one of tools (only that one when only is set), spaced as the
+// family's models space it; with many, further calls may follow (a
+// lazy grammar: the model chose to call, and may call in parallel). A
+// forced call is one call, spaced as the model would space it unforced.
+func markupGrammar(o Options, tools []Tool, only, triggerRule string, many bool) (string, error) {
 	c, ok := callMarkup[o.Format]
 	if !ok {
 		return "", fmt.Errorf("format %s has no call token", o.Format)
 	}
-	s, _, err := callSchema(o, tools, "")
+	s, _, err := callSchema(o, tools, only)
 	if err != nil {
 		return "", err
 	}
@@ -370,22 +382,39 @@ func LazyGrammar(o Options, tools []Tool, triggerRule string) (string, error) {
 	// Command R7B), and a grammar stricter than the model drives it into
 	// whatever the grammar still allows.
 	pad := `[ \n]{0,2} [ ]{0,8}`
+	// A list: parallel calls, "},\n    {".
+	list := `tadpole-object ([ \n]{0,2} "," ` + pad + ` tadpole-object)*`
 	item := "tadpole-object"
-	parts := []string{triggerRule, `[ \n]{0,2}`}
+	gap := `[ \n]{0,2}`
+	if o.Format == FireFunction {
+		gap = "" // " functools[": "functools" is text, not a token
+	}
+	parts := []string{triggerRule, gap}
 	if open := trimSpace(c.open); open != "" {
 		parts = append(parts, strconv.Quote(open), pad)
-		if open == "[" {
-			// A list: parallel calls, "},\n    {".
-			item = `tadpole-object ([ \n]{0,2} "," ` + pad + ` tadpole-object)*`
+		if open == "[" && many {
+			item = list
 		}
+	}
+	if o.Format == ToolCallsTag {
+		// Apriel writes a list in its tags, MiniMax M1 one object a
+		// line; the parser reads both.
+		lines := `tadpole-object ([ \n]{1,2} tadpole-object)*`
+		if !many {
+			list, lines = item, item
+		}
+		item = `("[" ` + pad + " " + list + ` [ \n]{0,2} "]" | ` + lines + ")"
 	}
 	parts = append(parts, item)
 	if cl := trimSpace(c.close); cl != "" {
 		parts = append(parts, `[ \n]{0,2}`, strconv.Quote(cl))
 	}
 	root := "tadpole-call"
-	if o.Format == Hermes {
+	if o.Format == Hermes && many {
 		root = `tadpole-call ([ \n]{0,2} tadpole-call)*`
 	}
+	// A newline or two may end the output: a model that writes one after
+	// its last call must still be able to stop.
+	root += ` [ \n]{0,2}`
 	return fmt.Sprintf("root ::= %s\ntadpole-call ::= %s\ntadpole-object ::= %s\n%s", root, strings.Join(parts, " "), strings.TrimPrefix(body, "root ::= "), rules), nil
 }

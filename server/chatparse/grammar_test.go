@@ -11,14 +11,16 @@ func TestGrammar(t *testing.T) {
 		{Name: "get_time"},
 	}
 	for f, prefix := range map[Format]string{
-		Hermes: `root ::= "<tool_call>\n" `, Mistral: `root ::= "[TOOL_CALLS][" `, CommandR: `root ::= "<|START_ACTION|>[" `,
-		Generic: "root ::= root-2", Llama3: "root ::= root-2",
+		Hermes:   "\ntadpole-call ::= \"<tool_call>\" [ \\n]{0,2} tadpole-object [ \\n]{0,2} \"</tool_call>\"\n",
+		Mistral:  "\ntadpole-call ::= \"[TOOL_CALLS]\" [ \\n]{0,2} \"[\" [ \\n]{0,2} [ ]{0,8} tadpole-object [ \\n]{0,2} \"]\"\n",
+		CommandR: "\ntadpole-call ::= \"<|START_ACTION|>\" [ \\n]{0,2} \"[\" [ \\n]{0,2} [ ]{0,8} tadpole-object [ \\n]{0,2} \"]<|END_ACTION|>\"\n",
+		Generic:  "root ::= root-2", Llama3: "root ::= root-2",
 	} {
 		g, err := Grammar(Options{Format: f}, tools, "")
 		if err != nil {
 			t.Fatalf("%v: %v", f, err)
 		}
-		if !strings.HasPrefix(g, prefix) || !strings.Contains(g, `get-weather`) && !strings.Contains(g, `\"get_weather\"`) {
+		if !strings.Contains(g, prefix) || !strings.Contains(g, `get-weather`) && !strings.Contains(g, `\"get_weather\"`) {
 			t.Errorf("%v:\n%s", f, g)
 		}
 	}
@@ -119,7 +121,14 @@ func TestGrammarOutputParses(t *testing.T) {
 		}
 		first, _, _ := strings.Cut(g, "\n")
 		var prefix, suffix string
-		if i := strings.Index(first, `"`); i >= 0 && strings.HasPrefix(first[i:], `"`) && !strings.HasPrefix(first, "root ::= root") {
+		if c, ok := callMarkup[f]; ok {
+			// The call as the family's models space it: markupGrammar
+			// allows the newlines and indent ("[\n    {…}\n]").
+			prefix, suffix = c.trigger+c.open, c.close
+			if strings.HasSuffix(prefix, "[") {
+				prefix, suffix = prefix+"\n    ", "\n"+suffix
+			}
+		} else if i := strings.Index(first, `"`); i >= 0 && strings.HasPrefix(first[i:], `"`) && !strings.HasPrefix(first, "root ::= root") {
 			parts := strings.Split(first, `"`)
 			prefix, suffix = unquote(parts[1]), unquote(parts[len(parts)-2])
 		}
