@@ -544,6 +544,12 @@ func forcedCall(tmpl string, hasTools bool) string {
 	root, _, _ := strings.Cut(g, "\n")
 	root = strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(root, "root ::= "), "tadpole-analysis? "), "tadpole-self? ") // (harmony, Muse: thinking may come first)
 	root = strings.TrimLeft(root, "( ")                                                                                          // (one branch per function: the first)
+	if strings.HasPrefix(root, "tadpole-call ") {
+		// (a call between its markup: the rule that writes it)
+		if _, call, ok := strings.Cut(g, "\ntadpole-call ::= "); ok {
+			root = call
+		}
+	}
 	how := "a bare JSON call object, not the family's markup"
 	if f == chatparse.Llama3 || f == chatparse.Generic {
 		how = "a bare JSON call object, the family's own form"

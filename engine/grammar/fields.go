@@ -35,6 +35,12 @@ type Fields struct {
 	// StringOpen comes before a raw string value, JSONOpen before a
 	// JSON value (DeepSeek's DSML: ` string="true">` and ` string="false">`).
 	StringOpen, JSONOpen string
+	// JSONOpens, when set, replaces JSONOpen with an open for each JSON
+	// type a value may have ("number" for integers too, "boolean",
+	// "null", "object", "array"): Kimi K3's type="number" attribute. A
+	// property that allows several such types takes each, its open
+	// before a value of that type.
+	JSONOpens map[string]string
 	// Close ends a value; it must be valid UTF-8 and not empty.
 	Close string
 	// Sep is GBNF before each field and before the suffix (e.g. `"\n"?`);
@@ -236,7 +242,14 @@ func (c *converter) fieldsValue(f *Fields, raw json.RawMessage) (string, error) 
 		if types&tString != 0 {
 			alts = append(alts, seq(literal(f.StringOpen), c.rawString(props[k], f.Close, types)))
 		}
-		if types&^tString != 0 && (types == types&^tString || f.StringOpen != f.JSONOpen) {
+		switch {
+		case types&^tString != 0 && f.JSONOpens != nil:
+			typed, err := c.typedValues(f.JSONOpens, props[k], types&^tString)
+			if err != nil {
+				return "", fmt.Errorf("property %q: %w", k, err)
+			}
+			alts = append(alts, typed...)
+		case types&^tString != 0 && (types == types&^tString || f.StringOpen != f.JSONOpen):
 			v, err := c.atom(props[k], "field-value", nil)
 			if err != nil {
 				return "", fmt.Errorf("property %q: %w", k, err)
@@ -263,6 +276,39 @@ func (c *converter) fieldsValue(f *Fields, raw json.RawMessage) (string, error) 
 	}
 	parts = append(parts, end)
 	return seq(parts...), nil
+}
+
+// jsonTypes are the JSON types of Fields.JSONOpens, with their bits.
+var jsonTypes = []struct {
+	name string
+	bit  typeSet
+}{{"number", tNumber}, {"boolean", tBoolean}, {"null", tNull}, {"object", tObject}, {"array", tArray}}
+
+// typedValues is GBNF for a value of schema raw of each of types (no
+// string), after the type's open in opens: the schema itself where it
+// allows one type, else the schema with its type narrowed to that one
+// (allOf), so that each value is still valid against the whole.
+func (c *converter) typedValues(opens map[string]string, raw json.RawMessage, types typeSet) ([]string, error) {
+	var alts []string
+	for _, t := range jsonTypes {
+		if types&t.bit == 0 {
+			continue
+		}
+		open, ok := opens[t.name]
+		if !ok {
+			return nil, fmt.Errorf("fields: no open for a %s value", t.name)
+		}
+		schema := raw
+		if types != t.bit {
+			schema = json.RawMessage(fmt.Sprintf(`{"allOf": [%s, {"type": %q}]}`, raw, t.name))
+		}
+		v, err := c.atom(schema, "field-value", nil)
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, literal(open)+" "+v)
+	}
+	return alts, nil
 }
 
 // permute is GBNF for items in any order, each once (a rule per subset,

@@ -101,6 +101,41 @@ func TestFieldsQwen(t *testing.T) {
 	}
 }
 
+// Kimi K3 names a value's JSON type in its tag: each type the property
+// allows has its own open, before a value of that type only (integers
+// are "number"); a string is raw text.
+func TestFieldsTypedOpens(t *testing.T) {
+	f := &Fields{KeyOpen: "<a k=", KeyClose: " t=", StringOpen: "string>", Close: "</a>",
+		JSONOpens: map[string]string{"number": "number>", "boolean": "boolean>", "null": "null>", "object": "object>", "array": "array>"}}
+	g := fieldsGrammar(t, f, `{"type": "object", "properties": {
+		"n": {"type": "integer", "maximum": 9}, "b": {"type": ["boolean", "null", "string"]},
+		"o": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}}, "required": ["n"]}`)
+	a := func(k, typ, v string) string { return "<a k=" + k + " t=" + typ + ">" + v + "</a>" }
+	for s, want := range map[string]bool{
+		"<function=f>\n" + a("n", "number", "3") + "</function>":                                true,
+		"<function=f>\n" + a("n", "number", "3.5") + "</function>":                              false,
+		"<function=f>\n" + a("n", "number", "12") + "</function>":                               false,
+		"<function=f>\n" + a("n", "boolean", "3") + "</function>":                               false,
+		"<function=f>\n" + a("n", "string", "3") + "</function>":                                false,
+		"<function=f>\n" + a("n", "number", "3") + a("b", "boolean", "true") + "</function>":    true,
+		"<function=f>\n" + a("n", "number", "3") + a("b", "null", "null") + "</function>":       true,
+		"<function=f>\n" + a("n", "number", "3") + a("b", "null", "true") + "</function>":       false,
+		"<function=f>\n" + a("n", "number", "3") + a("b", "string", "yes") + "</function>":      true,
+		"<function=f>\n" + a("n", "number", "3") + a("o", "object", `{"x": 1}`) + "</function>": true,
+		"<function=f>\n" + a("n", "number", "3") + a("o", "object", `{}`) + "</function>":       false,
+		"<function=f>\n" + a("n", "number", "3") + a("o", "array", `[]`) + "</function>":        false,
+	} {
+		if g.accepts(s) != want {
+			t.Errorf("%q: accepted %v", s, !want)
+		}
+	}
+	// A type without an open is an error, not a grammar that drops it.
+	delete(f.JSONOpens, "null")
+	if _, err := FromBranches(nil, []Branch{{Schema: json.RawMessage(`{"type": "object", "properties": {"z": {"type": "null"}}}`), Fields: f}}); err == nil {
+		t.Fatal("no open for null: no error")
+	}
+}
+
 // DeepSeek's DSML says a value's kind: a string property takes only
 // string="true" and raw text, a number only string="false" and JSON, a
 // property of both either.

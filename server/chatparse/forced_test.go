@@ -63,6 +63,7 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 		{"solar-open", chatparse.Options{Format: chatparse.SolarOpen}, "<|tool_call:name|>"},
 		{"tool-calls-tag", chatparse.Options{Format: chatparse.ToolCallsTag}, "<tool_calls>"},
 		{"firefunction", chatparse.Options{Format: chatparse.FireFunction}, " functools"},
+		{"kimi-k3", chatparse.Options{Format: chatparse.KimiK3}, `<|open|>tools<|sep|><|open|>call tool="`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, only := range []string{"", "add", "label"} {

@@ -83,6 +83,20 @@ func keyValue(o Options) (m kvMarkup, ok bool) {
 			return " to=" + n + museMessage + museCalls + "\n<atem:invoke name=\"" + n + "\">\n"
 		}, close: "</atem:invoke>\n" + museCallsEnd,
 			fields: grammar.Fields{KeyOpen: `<atem:parameter name="`, KeyClose: `">`, Close: "</atem:parameter>", Sep: nl}}, true
+	case o.Format == KimiK3:
+		// <|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|>
+		// <|open|>argument key="K" type="T"<|sep|>V<|close|>argument<|sep|>…
+		// <|close|>call<|sep|><|close|>tools<|sep|>, T the value's JSON
+		// type; the section opens after the response (k3Grammar). The
+		// tools tag is no token of its own: no lazy grammar.
+		typed := map[string]string{}
+		for _, t := range []string{"number", "boolean", "null", "object", "array"} {
+			typed[t] = t + `"` + k3Sep
+		}
+		return kvMarkup{open: func(n string) string { return k3Open + `call tool="` + n + `" index="1"` + k3Sep },
+			close: k3CloseTag("call"),
+			fields: grammar.Fields{KeyOpen: k3Open + `argument key="`, KeyClose: `" type="`,
+				StringOpen: `string"` + k3Sep, JSONOpens: typed, Close: k3CloseTag("argument")}}, true
 	case o.Format == MiniCPM5:
 		// <function name="NAME"><param name="K">V</param>…</function>.
 		return kvMarkup{trigger: miniCPMCallBegin, open: func(n string) string { return n + `">` }, close: miniCPMCallEnd,

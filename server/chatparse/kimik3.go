@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/tadpole-llm/tadpole/engine/grammar"
 )
 
 // Kimi K3's tagged sections (its template's open_tag/close_tag macros):
@@ -131,4 +133,23 @@ func k3Attr(attrs, name string) (string, bool) {
 		return "", false
 	}
 	return strings.NewReplacer("&quot;", `"`, "&amp;", "&").Replace(v), true
+}
+
+// k3Grammar is Grammar for Kimi K3: the end of the thinking block the
+// prompt opened (and the response's open) where it thinks, the close of
+// the response the prompt opened (a forced call has no text before
+// it), then one call in the tools section, and the message's close,
+// which the model writes before its end token.
+func k3Grammar(o Options, tools []Tool, only string) (string, error) {
+	m, _ := keyValue(o)
+	g, err := kvCalls(m, tools, only, k3OpenTag("tools"), k3CloseTag("tools"))
+	if err != nil {
+		return "", err
+	}
+	body, rules, _ := strings.Cut(g, "\n")
+	pre := grammar.Literal(k3CloseTag("response"))
+	if o.Thinking && o.StartInThinking {
+		pre = thinkingRule(true, k3CloseTag("think")) + " " + grammar.Literal(k3OpenTag("response")) + " " + pre
+	}
+	return fmt.Sprintf("root ::= %s (%s) %s?\n%s", pre, strings.TrimPrefix(body, "root ::= "), grammar.Literal(k3CloseTag("message")), rules), nil
 }
