@@ -24,7 +24,6 @@ func TestForcedToolCallFamilyMarkup(t *testing.T) {
 		template string
 		script   func(string) testmodels.FamilyScript
 	}{
-		{"Qwen-Qwen3-0.6B.jinja", testmodels.Qwen3},
 		{"Qwen3.5-4B.jinja", testmodels.Qwen35},
 		{"GLM-4.6.jinja", testmodels.GLM46},
 		{"MiniMax-M2.jinja", testmodels.MiniMaxM2},
@@ -40,6 +39,9 @@ func TestForcedToolCallFamilyMarkup(t *testing.T) {
 			}
 			for _, choice := range []string{`"required"`, `{"type": "function", "function": {"name": "get_weather"}}`} {
 				for _, stream := range []bool{false, true} {
+					if stream && choice != `"required"` {
+						continue // (one grammar either way: streamed once)
+					}
 					got, err := openAIChat(t, ts.URL, req(schema, choice), stream)
 					if err != nil {
 						t.Fatal(err)

@@ -77,8 +77,10 @@ func TestResponsesStoreGrowth(t *testing.T) {
 	client := respClient(ts.URL, "unused")
 	ctx := context.Background()
 
-	// One image of ~6.8 MB, then 10 small turns.
-	img := noisyPNG(t, 1500)
+	// One image of ~1.5 MB (noise: PNG cannot shrink it), then 10 small
+	// turns. (Each turn decodes it again, a second or more under -race,
+	// so it is no bigger than it must be to dwarf the turns.)
+	img := noisyPNG(t, 700)
 	base := dbSize(t, dataDir)
 	first, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "vision", MaxOutputTokens: openai.Int(1), Input: items(
 		responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
