@@ -536,7 +536,7 @@ func forcedCall(tmpl string, hasTools bool) string {
 	}
 	f := chatparse.DetectFormat(tmpl)
 	o := chatparse.Options{Format: f, XMLCalls: chatparse.XMLCalls(tmpl), ArgKeyCalls: chatparse.ArgKeyCalls(tmpl),
-		DSMLToolCalls: chatparse.DSMLToolCalls(tmpl), FencedCalls: chatparse.FencedCalls(tmpl), ArgsCalls: chatparse.ArgsCalls(tmpl)}
+		DSMLToolCalls: chatparse.DSMLToolCalls(tmpl), FencedCalls: chatparse.FencedCalls(tmpl), ArgsCalls: chatparse.ArgsCalls(tmpl), CallIDCalls: chatparse.CallIDCalls(tmpl)}
 	g, err := chatparse.Grammar(o, []chatparse.Tool{{Name: "get_weather", Parameters: []byte(weatherSchema)}}, "")
 	if err != nil {
 		return fmt.Sprintf("%s: no grammar (%v)", f, err)

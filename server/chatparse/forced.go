@@ -19,6 +19,9 @@ type namedMarkup struct {
 	before         func(name string) string
 	index          bool
 	between, after string
+	// id is GBNF for an id that follows before (Mistral Small 3.2's
+	// "[CALL_ID]" and nine characters), then between.
+	id string
 }
 
 // named is format o's namedMarkup; ok is false for the formats whose
@@ -51,7 +54,13 @@ func named(o Options) (m namedMarkup, ok bool) {
 		if !o.ArgsCalls {
 			return namedMarkup{}, false // [TOOL_CALLS][{…}]: a call object
 		}
-		// Mistral Small 3.2, Devstral, Ministral 3: [TOOL_CALLS]NAME[ARGS]{…}.
+		if o.CallIDCalls {
+			// Mistral Small 3.2: [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{…}, the
+			// id nine letters and digits (as Mistral's own ids).
+			return namedMarkup{before: func(n string) string { return "[TOOL_CALLS]" + n + "[CALL_ID]" },
+				id: "[a-zA-Z0-9]{9}", between: "[ARGS]"}, true
+		}
+		// Devstral, Ministral 3: [TOOL_CALLS]NAME[ARGS]{…}.
 		return namedMarkup{before: func(n string) string { return "[TOOL_CALLS]" + n + "[ARGS]" }}, true
 	case Functionary:
 		// functionary v3.2: ">>>NAME\n{…}", a block per call; its
@@ -88,6 +97,8 @@ func namedBranches(m namedMarkup, tools []Tool, only string, anyIndex bool) ([]g
 		}
 		b := grammar.Branch{Prefix: m.before(names[i]), Schema: a, Suffix: m.after}
 		switch {
+		case m.id != "":
+			b.Between = m.id + " " + grammar.Literal(m.between)
 		case m.index && anyIndex:
 			b.Between = "[0-9]{1,3}"
 			if m.between != "" {
@@ -151,6 +162,12 @@ func namedLazyGrammar(o Options, tools []Tool, triggerRule string) (string, bool
 // "[TOOL_CALLS]NAME[ARGS]{…}".
 func ArgsCalls(template string) bool {
 	return DetectFormat(template) == Mistral && strings.Contains(template, "[ARGS]")
+}
+
+// CallIDCalls reports whether a Mistral template of the newer calls
+// writes each call's id: "[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{…}".
+func CallIDCalls(template string) bool {
+	return ArgsCalls(template) && strings.Contains(template, "[CALL_ID]")
 }
 
 // FencedCalls reports whether a DeepSeek template teaches R1's calls:

@@ -57,6 +57,7 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 		{"minicpm5", chatparse.Options{Format: chatparse.MiniCPM5}, `<param name="`},
 		{"functionary-v3.2", chatparse.Options{Format: chatparse.Functionary}, "\n{"},
 		{"mistral-args", chatparse.Options{Format: chatparse.Mistral, ArgsCalls: true}, "[ARGS]"},
+		{"mistral-call-id", chatparse.Options{Format: chatparse.Mistral, ArgsCalls: true, CallIDCalls: true}, "[CALL_ID]"},
 		{"gemma4", chatparse.Options{Format: chatparse.Gemma4}, "<|tool_call>call:"},
 		{"lfm2", chatparse.Options{Format: chatparse.LFM2}, "<|tool_call_start|>["},
 		{"muse", chatparse.Options{Format: chatparse.Muse}, "<atem:invoke name="},

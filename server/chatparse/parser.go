@@ -45,6 +45,10 @@ type Options struct {
 	// the parser takes both, a forced call's grammar writes the
 	// template's.
 	ArgsCalls bool
+	// CallIDCalls: the Mistral template writes each call's id,
+	// "[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{…}" (Mistral Small 3.2), which
+	// a forced call's grammar writes too.
+	CallIDCalls bool
 	// ThinkingEnd is the close tag of the template's thinking blocks
 	// (ThinkingEnd; "" when it names none of the known pairs).
 	ThinkingEnd string

@@ -224,6 +224,7 @@ func outputOptions(req *Request, tmpl, prompt string) chatparse.Options {
 		o.DSMLToolCalls = chatparse.DSMLToolCalls(tmpl)
 		o.FencedCalls = chatparse.FencedCalls(tmpl)
 		o.ArgsCalls = chatparse.ArgsCalls(tmpl)
+		o.CallIDCalls = chatparse.CallIDCalls(tmpl)
 		o.Parameters = toolParameters(req.Tools)
 	}
 	if thinkingTemplate(tmpl) {
@@ -348,7 +349,7 @@ func lazyToolGrammar(m *engine.Model, req *Request, out chatparse.Options) (stri
 	}
 	rule := fmt.Sprintf("<[%d]>", trigger)
 	h := sha256.New()
-	fmt.Fprintf(h, "%d\x00%t\x00%t\x00%t\x00%t\x00%s\x00", out.Format, out.XMLCalls, out.ArgKeyCalls, out.DSMLToolCalls, out.FencedCalls, rule)
+	fmt.Fprintf(h, "%d\x00%t\x00%t\x00%t\x00%t\x00%t\x00%t\x00%s\x00", out.Format, out.XMLCalls, out.ArgKeyCalls, out.DSMLToolCalls, out.FencedCalls, out.ArgsCalls, out.CallIDCalls, rule)
 	for _, t := range req.Tools {
 		h.Write(t)
 		h.Write([]byte{0})
