@@ -240,9 +240,10 @@ func outputOptions(req *Request, tmpl, prompt string) chatparse.Options {
 }
 
 // thinkingTemplate tells whether a template is a thinking model's: it
-// mentions a thinking tag or switch.
+// mentions a thinking tag or switch. (LFM2.5-Instruct's names only
+// "</think>", to cut past thinking from history: its models think.)
 func thinkingTemplate(src string) bool {
-	for _, s := range []string{"<think>", "enable_thinking", "reasoning_content", "[THINK]", "<|START_THINKING|>", "<|channel|>analysis"} {
+	for _, s := range []string{"<think>", "</think>", "enable_thinking", "reasoning_content", "[THINK]", "<|START_THINKING|>", "<|channel|>analysis"} {
 		if strings.Contains(src, s) {
 			return true
 		}
