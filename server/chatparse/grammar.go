@@ -284,9 +284,9 @@ var callMarkup = map[Format]struct{ trigger, open, close string }{
 	// Apriel: <tool_calls>[{…}, …]</tool_calls>; MiniMax M1: one object
 	// a line inside the tags (markupGrammar takes both).
 	ToolCallsTag: {toolCallsTagBegin, "", toolCallsTagEnd},
-	// Command R+ (its tool_use template): "Action: ```json\n[{…}]\n```"
+	// Command R+ (its tool_use template): "Action:\n```json\n[\n    {…}\n]```"
 	// ("Action:" is no token of its own: no lazy grammar).
-	CommandRPlus: {"Action: ```json", "[", "]\n```"},
+	CommandRPlus: {"Action:", "```json\n[", "]```"},
 	// firefunction v2: " functools[{…}, …]", to the end of the output
 	// (its template writes the space before the marker).
 	FireFunction: {" " + strings.TrimSuffix(fireFunctionCalls, "["), "[", "]"},
@@ -394,7 +394,7 @@ func markupGrammar(o Options, tools []Tool, only, triggerRule string, many bool)
 	parts := []string{triggerRule, gap}
 	if open := trimSpace(c.open); open != "" {
 		parts = append(parts, strconv.Quote(open), pad)
-		if open == "[" && many {
+		if strings.HasSuffix(open, "[") && many {
 			item = list
 		}
 	}
