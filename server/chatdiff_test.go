@@ -572,6 +572,9 @@ func forcedCall(tmpl string, hasTools bool) string {
 			if strings.Contains(g, "tadpole-py-call") {
 				how = fmt.Sprintf("Python calls NAME(key=value) after %q", lit)
 			}
+			if strings.Contains(g, "tadpole-m3-call") {
+				how = fmt.Sprintf("namespaced elements <KEY>VALUE</KEY> after %q", lit)
+			}
 			if strings.Contains(g, "tadpole-g4-call") {
 				how = fmt.Sprintf("call:NAME{key:value} in Gemma 4's value syntax after %q", lit)
 			}

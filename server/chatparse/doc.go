@@ -49,8 +49,13 @@
 // (auto, from the family's call trigger) write calls in the family's
 // own markup: JSON arguments where the family writes JSON, key-value
 // fields (engine/grammar's Fields) where it writes parameters
-// (Qwen3-Coder, GLM, Seed-OSS, MiniMax M2, DSML, Hunyuan 3, MiniCPM5),
-// a string property's value raw, others JSON. The parser types such
+// (Qwen3-Coder, GLM, Seed-OSS, MiniMax M2, DSML, Hunyuan 3, MiniCPM5,
+// Kimi K3 with each value's JSON type in its tag), a string property's
+// value raw, others JSON; Gemma 4's and LFM2's value syntaxes and
+// MiniMax M3's namespaced elements (an object's members nested) over
+// keyedCalls; the markup around a JSON call spaced as the family's
+// models space it (markupGrammar, one builder for the forced and the
+// lazy grammar). The parser types such
 // arguments by the tools' schemas (Options.Parameters), as llama-server
 // does: a property that allows only strings stays a string.
 //

@@ -65,6 +65,7 @@ func TestForcedCallInFamilyMarkup(t *testing.T) {
 		{"tool-calls-tag", chatparse.Options{Format: chatparse.ToolCallsTag}, "<tool_calls>"},
 		{"firefunction", chatparse.Options{Format: chatparse.FireFunction}, " functools"},
 		{"kimi-k3", chatparse.Options{Format: chatparse.KimiK3}, `<|open|>tools<|sep|><|open|>call tool="`},
+		{"minimax-m3", chatparse.Options{Format: chatparse.MiniMaxM3}, `]<]minimax[>[<invoke name="`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, only := range []string{"", "add", "label"} {
@@ -321,7 +322,8 @@ func TestFamilyMarkupGrammarsTakeAnyName(t *testing.T) {
 		{Format: chatparse.Hy3}, {Format: chatparse.MiniCPM5}, {Format: chatparse.Functionary},
 		{Format: chatparse.ToolCallsTag}, {Format: chatparse.FireFunction}, {Format: chatparse.Gemma4},
 		{Format: chatparse.LFM2}, {Format: chatparse.Muse}, {Format: chatparse.SolarOpen},
-		{Format: chatparse.Mistral, ArgsCalls: true},
+		{Format: chatparse.Mistral, ArgsCalls: true}, {Format: chatparse.Mistral, ArgsCalls: true, CallIDCalls: true},
+		{Format: chatparse.KimiK3}, {Format: chatparse.MiniMaxM3}, {Format: chatparse.CommandR}, {Format: chatparse.CommandRPlus},
 	} {
 		thinking := base
 		thinking.FencedCalls, thinking.Thinking = true, true

@@ -135,7 +135,8 @@ func callSchema(o Options, tools []Tool, only string) ([]byte, []string, error) 
 // v3.2's generation prompt writes the first ">>>");
 // the arguments as key-value fields in the family's markup for
 // Qwen3-Coder-style and GLM-style Hermes calls, Seed-OSS, MiniMax M2,
-// DSML, Hunyuan 3, MiniCPM5 and Kimi K3 (keyValue); the call object between the
+// DSML, Hunyuan 3, MiniCPM5 and Kimi K3 (keyValue); MiniMax M3's
+// namespaced elements (m3Grammar); the call object between the
 // family's markup (callMarkup: Hermes JSON, Mistral, Command R, granite,
 // Nemotron Nano 2, GigaChat, Apriel's <tool_calls>, firefunction); a
 // bare call object for the others, which the parser takes too), of one
@@ -158,6 +159,8 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 		return solarGrammar(o, tools, only)
 	case KimiK3:
 		return k3Grammar(o, tools, only)
+	case MiniMaxM3:
+		return m3Grammar(o, tools, only)
 	}
 	g, ok, err := kvGrammar(o, tools, only)
 	if !ok {

@@ -175,6 +175,9 @@ type keyedSyntax struct {
 	// member is a member of any key (for a function without
 	// properties), and its rules.
 	member func(rule string) (string, []string, error)
+	// field is a property's GBNF from its key and its value's (nil: the
+	// key, keySep, then the value).
+	field func(key, value string) string
 }
 
 var gemma4Syntax = keyedSyntax{
@@ -238,6 +241,9 @@ func keyedCalls(syn keyedSyntax, tools []Tool, only string) (string, error) {
 		}
 		rules = append(rules, more...)
 		sep := grammar.Literal(syn.sep)
+		if syn.sep == "" {
+			sep = "" // (MiniMax M3's elements follow each other)
+		}
 		members := fmt.Sprintf("(%s (%s %s)*)?", member, sep, member)
 		if len(s.Properties) > 0 {
 			field := func(k string) (string, error) {
@@ -275,6 +281,9 @@ func keyedCalls(syn keyedSyntax, tools []Tool, only string) (string, error) {
 					return "", fmt.Errorf("function %q: property %q: %v", t.Name, k, err)
 				}
 				rules = append(rules, more...)
+				if syn.field != nil {
+					return syn.field(k, v), nil
+				}
 				return grammar.Literal(k+syn.keySep) + " " + v, nil
 			}
 			required := map[string]bool{}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/tadpole-llm/tadpole/engine/grammar"
 )
 
 // MiniMax M3's calls: every tag is preceded by its namespace token,
@@ -117,4 +119,75 @@ func m3Value(b *bytes.Buffer, s, name string, str bool) (string, error) {
 		b.Write(jsonString(text))
 	}
 	return rest, nil
+}
+
+// MiniMax M3's call grammars: a call is
+// ]<]minimax[>[<invoke name="NAME"> then each argument as an element,
+// ]<]minimax[>[<KEY>VALUE]<]minimax[>[</KEY>, then ]<]minimax[>[</invoke>
+// (m3Syntax, over keyedCalls). A string-only property is its text (one
+// of its values where it lists an enum or const); a number, integer,
+// boolean or null property JSON held to its schema; an object or a list
+// nested elements (the template's to_xml: members by name, items as
+// <item>), held to element syntax only, or JSON held to its schema,
+// which the parser reads too; anything else either. Text is any text
+// without "]<" (so a value cannot end in "]"), the start of the
+// namespace token every tag begins with.
+const m3Rules = `tadpole-m3-text ::= ([^\]] | "]" [^<])*
+tadpole-m3-elements ::= tadpole-m3-element+
+tadpole-m3-element ::= "]<]minimax[>[<" tadpole-m3-tag ">" (tadpole-m3-elements | tadpole-m3-text) "]<]minimax[>[</" tadpole-m3-tag ">"
+tadpole-m3-tag ::= [a-zA-Z_] [a-zA-Z0-9_.-]{0,63}
+tadpole-m3-any ::= tadpole-m3-elements | tadpole-m3-text
+`
+
+var m3Syntax = keyedSyntax{
+	rule:  "tadpole-m3",
+	open:  func(name string) string { return m3NS + `<invoke name="` + name + `">` },
+	close: m3NS + "</invoke>",
+	field: func(k, v string) string {
+		return grammar.Literal(m3NS+"<"+k+">") + " " + v + " " + grammar.Literal(m3NS+"</"+k+">")
+	},
+	value: func(p gemma4Property, raw json.RawMessage, rule string) (string, []string, error) {
+		var t string
+		json.Unmarshal(p.Type, &t)
+		vals := p.Enum
+		if len(p.Const) > 0 {
+			vals = []json.RawMessage{p.Const}
+		}
+		var strs []string
+		for _, v := range vals {
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				strs = nil
+				break
+			}
+			strs = append(strs, grammar.Literal(s))
+		}
+		switch {
+		case len(strs) > 0:
+			return "(" + strings.Join(strs, " | ") + ")", nil, nil
+		case t == "string" && len(vals) == 0:
+			return "tadpole-m3-text", nil, nil
+		case t == "" && len(vals) == 0:
+			return "tadpole-m3-any", nil, nil
+		}
+		g, err := grammar.FromSchema(raw)
+		if err != nil {
+			return "", nil, err
+		}
+		v := rule + "root"
+		if t == "object" || t == "array" {
+			v = "(tadpole-m3-elements | " + v + ")"
+		}
+		return v, renameRules(g, rule), nil
+	},
+	member: func(string) (string, []string, error) { return "tadpole-m3-element", nil, nil },
+}
+
+// m3Grammar is Grammar for MiniMax M3: one call in its tool_call block.
+func m3Grammar(o Options, tools []Tool, only string) (string, error) {
+	rules, err := keyedCalls(m3Syntax, tools, only)
+	if err != nil {
+		return "", err
+	}
+	return withThinking(o, fmt.Sprintf("root ::= %s tadpole-m3-call %s\n%s%s", grammar.Literal(m3CallBegin+"\n"), grammar.Literal("\n"+m3CallEnd), rules, m3Rules)), nil
 }
