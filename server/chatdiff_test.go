@@ -170,6 +170,7 @@ var scriptedFamilies = []scriptedFamily{
 	{"inclusionai-ling-3.0-flash.jinja", testmodels.Ling3, false, "", ""},
 	{"openbmb-MiniCPM5-1B.jinja", testmodels.MiniCPM5, false, "", ""},
 	{"MiniMax-M3.jinja", testmodels.MiniMaxM3, false, "", ""},
+	{"llama-cpp-rwkv-world.jinja", testmodels.RWKVWorld, false, `{"enable_thinking": true}`, ""},
 }
 
 // listedDifferences are the differences from llama-server that are
@@ -219,6 +220,8 @@ var listedDifferences = map[string]string{
 	"llama-cpp-deepseek-r1.jinja/turn2":                    "llama-server keeps the blank line after </think> at the start of content; Tadpole drops whitespace after a thinking block",
 	"inclusionai-ling-3.0-flash.jinja/turn1":               "llama-server keeps the newline after </think> as content; Tadpole drops whitespace after a thinking block",
 	"openbmb-MiniCPM5-1B.jinja/turn1":                      "llama-server keeps the newline before </think> in reasoning_content; Tadpole trims whitespace at both ends of the thinking",
+	"llama-cpp-rwkv-world.jinja/turn1":                     "RWKV World's prompt opens <think> (enable_thinking): llama-server's generic format leaves the reasoning and </think> in content; Tadpole reads the block the prompt opened as reasoning",
+	"llama-cpp-rwkv-world.jinja/turn2":                     "the same answer as turn 1 (the template renders no tool messages): llama-server leaves the reasoning and </think> in content",
 	"LFM2.5-Instruct.jinja/turn1":                          "llama-server leaves LFM2.5-Instruct's <think>…</think> in content (its template names only </think>, to cut past thinking from history); Tadpole reads it as reasoning, as for LFM2.5-8B-A1B",
 	"HuggingFaceTB-SmolLM3-3B.jinja/turn1":                 "llama-server keeps the newlines inside <think>…</think> in reasoning_content and the blank line after </think> in content; Tadpole trims whitespace around the thinking (neither parses the call: the template shows no call syntax)",
 	"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja/turn1": "llama-server writes <｜end▁of▁sentence｜> (a preserved token of its parser) into the text, and unstreamed the call then fails to parse (500); streamed, it keeps the newlines inside the thinking and the blank line after </think> as content, which Tadpole trims",
@@ -305,7 +308,8 @@ func TestChatParseDifferential(t *testing.T) {
 // not, the answers compared into res.
 func runFamily(t *testing.T, bin string, f scriptedFamily, res *familyResult) {
 	res.ran = true
-	ts, path := startFamilyServer(t, f.script(familyTemplate(t, f.template)))
+	tmpl := familyTemplate(t, f.template)
+	ts, path := startFamilyServer(t, f.script(tmpl))
 	ls := runLlamaServer(t, bin, path)
 	reqs := openAIFamilyRequests("family")
 	for i := range reqs {
@@ -366,6 +370,9 @@ func runFamily(t *testing.T, bin string, f scriptedFamily, res *familyResult) {
 			}
 			res.rows = append(res.rows, [2]string{cell, verdict})
 		}
+	}
+	if !templateHasTools(tmpl) {
+		return // (RWKV World: reasoning only; no call to force)
 	}
 	// The first request again with tool_choice "required": does the
 	// family's forced grammar let the model write its own call?
@@ -484,6 +491,8 @@ func familyTable(dir string, results map[string]*familyResult) (string, error) {
 			}
 			forced := forcedCall(tmpl, hasTools)
 			switch {
+			case !hasTools:
+				tool, after = "n/a: no tools in template", "n/a: no tools in template"
 			case r.forcedErr != nil:
 				forced += "; forced request: " + short(r.forcedErr.Error())
 			case want.diff(familyAnswer{Calls: r.forced.Calls}) == "":

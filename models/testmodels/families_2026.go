@@ -156,3 +156,24 @@ func KimiK3(tmpl string) FamilyScript {
 		Turn1: turn1, Turn2: turn2,
 	}
 }
+
+// RWKVWorld is the scripted RWKV World model
+// (llama-cpp-rwkv-world.jinja, thinking on: the template opens
+// "<think>" after "Assistant:" when enable_thinking is true): it writes
+//
+//	REASONING</think> ANSWER
+//
+// and nothing else: the template renders no tools and no tool results
+// (nor an assistant message without content), so the second request's
+// prompt is the first's and so is its answer. ToolResultMarker is text
+// its prompts never hold.
+func RWKVWorld(tmpl string) FamilyScript {
+	turn := append(append(append([]string(nil), familyReasoning...), "</think>", " "), familyAnswer...)
+	turn = append(turn, BPEEndOfText)
+	return FamilyScript{
+		Name: "Tadpole scripted RWKV World test model", Template: tmpl, Specials: []string{BPEEndOfText},
+		UserTokens: []string{"<think>", "</think>"},
+		Trigger:    "<think>", ToolResultMarker: "sky",
+		Turn1: turn, Turn2: append([]string(nil), turn...),
+	}
+}

@@ -46,7 +46,7 @@ func TestFamilyScriptsBuild(t *testing.T) {
 		"FunctionaryV32": FunctionaryV32, "MistralNemo": MistralNemo, "MistralSmall32": MistralSmall32, "Devstral": Devstral, "CommandR7B": CommandR7B,
 		"DeepSeekR1Distill": DeepSeekR1Distill, "KimiK2Thinking": KimiK2Thinking, "Granite33": Granite33,
 		"Gemma4": Gemma4, "DeepSeekV4": DeepSeekV4, "LFM2": LFM2, "StepFun35": StepFun35, "NemotronNanoV2": NemotronNanoV2, "Hy3": Hy3, "KimiK3": KimiK3,
-		"Spark25": Spark25, "LagunaS": LagunaS, "LagunaXS": LagunaXS, "Bielik": Bielik, "RekaEdge": RekaEdge, "Apriel15": Apriel15, "Apriel16": Apriel16, "Muse": Muse, "SolarOpen": SolarOpen, "MiniMaxM1": MiniMaxM1, "CommandRPlus": CommandRPlus, "GigaChat3": GigaChat3, "GigaChat31": GigaChat31, "DeepSeekR1LlamaCpp": DeepSeekR1LlamaCpp, "FireFunctionV2": FireFunctionV2, "Cohere2MoE": Cohere2MoE, "Ling3": Ling3, "MiniCPM5": MiniCPM5, "MiniMaxM3": MiniMaxM3,
+		"Spark25": Spark25, "LagunaS": LagunaS, "LagunaXS": LagunaXS, "Bielik": Bielik, "RekaEdge": RekaEdge, "Apriel15": Apriel15, "Apriel16": Apriel16, "Muse": Muse, "SolarOpen": SolarOpen, "MiniMaxM1": MiniMaxM1, "CommandRPlus": CommandRPlus, "GigaChat3": GigaChat3, "GigaChat31": GigaChat31, "DeepSeekR1LlamaCpp": DeepSeekR1LlamaCpp, "FireFunctionV2": FireFunctionV2, "Cohere2MoE": Cohere2MoE, "Ling3": Ling3, "MiniCPM5": MiniCPM5, "MiniMaxM3": MiniMaxM3, "RWKVWorld": RWKVWorld,
 	} {
 		s := f("{{ messages }}")
 		if _, _, err := FamilyScriptModel(s); err != nil {
