@@ -21,7 +21,7 @@ var Listed = join(
 	},
 	each("think_on", "Tadpole refuses enable_thinking=true on a model whose template knows no thinking (400 \"does not support thinking\", as Ollama does); llama-server renders without it",
 		"CohereForAI-c4ai-command-r-plus-tool_use.jinja", "GigaChat3-10B-A1.8B.jinja", "GigaChat3.1-10B-A1.8B.jinja", "Kimi-K2-Instruct.jinja",
-		"LFM2-8B-A1B.jinja", "LFM2.5-Instruct.jinja", "MiMo-VL.jinja", "MiniMax-M1.jinja", "Mistral-Small-3.2-24B-Instruct-2506.jinja",
+		"LFM2-8B-A1B.jinja", "MiMo-VL.jinja", "MiniMax-M1.jinja", "Mistral-Small-3.2-24B-Instruct-2506.jinja",
 		"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja", "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", "Qwen-Qwen2.5-7B-Instruct.jinja",
 		"Qwen3-Coder.jinja", "fireworks-ai-llama-3-firefunction-v2.jinja", "google-gemma-2-2b-it.jinja", "ibm-granite-granite-4.0.jinja",
 		"ibm-granite-granite-4.1.jinja", "meetkai-functionary-medium-v3.1.jinja", "meetkai-functionary-medium-v3.2.jinja",
