@@ -926,6 +926,7 @@ func TestOpenAIBadInput(t *testing.T) {
 		{"/v1/chat/completions", chat(`,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"not":{}}}}`), 400, "", "response_format.json_schema.schema"},
 		{"/v1/chat/completions", chat(`,"tools":[{"type":"code"}]`), 400, "", "tools[0].type"},
 		{"/v1/chat/completions", chat(`,"tools":[{"type":"function","function":{"name":"a b"}}]`), 400, "", "tools[0].function.name"},
+		{"/v1/chat/completions", chat(`,"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]`), 400, "", "tools[1].function.name"},
 		{"/v1/chat/completions", chat(`,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","required":"x"}}}]`), 400, "", "tools[0].function.parameters"},
 		{"/v1/chat/completions", chat(`,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required","response_format":{"type":"json_object"}`), 400, "", "response_format"},
 		{"/v1/chat/completions", chat(`,"tools":[{"type":"function","function":{"name":"f","parameters":{"not":{}}}}],"tool_choice":"required"`), 400, "", ""},

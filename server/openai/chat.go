@@ -298,10 +298,6 @@ func mediaData(param string, decode func() ([]byte, error)) ([]byte, error) {
 	return data, nil
 }
 
-// checkTools validates tools and tool_choice and returns the tools as
-// template objects, the choice ("auto", "none" or "required") and the
-// function a named choice forces. A parameters schema the grammar cannot
-// use is refused: a forced call could not be held to it.
 // templateTool is a tool as chat templates see it, as llama-server
 // passes it: type, then the function's name, description ("" when not
 // given) and parameters ({} when not given), nothing else (no "strict").
@@ -321,6 +317,12 @@ func templateTool(f *FunctionTool) any {
 	}{"function", function{f.Name, f.Description, params}}
 }
 
+// checkTools validates tools and tool_choice and returns the tools as
+// template objects, the choice ("auto", "none" or "required") and the
+// function a named choice forces. A parameters schema the grammar cannot
+// use is refused: a forced call could not be held to it. Two tools of
+// one name are refused too, as the Responses and Anthropic dialects
+// refuse them: a call of that name could not say which it meant.
 func checkTools(tools []Tool, choice json.RawMessage) ([]json.RawMessage, string, string, error) {
 	names := map[string]bool{}
 	var out []json.RawMessage
@@ -334,6 +336,9 @@ func checkTools(tools []Tool, choice json.RawMessage) ([]json.RawMessage, string
 		}
 		if err := dialect.CheckToolName(p+".function.name", t.Function.Name); err != nil {
 			return nil, "", "", err
+		}
+		if names[t.Function.Name] {
+			return nil, "", "", invalid(p+".function.name", "Invalid '%s.function.name': %q is the name of an earlier tool: tool names must be unique.", p, dialect.Trim(t.Function.Name))
 		}
 		if _, err := dialect.ToolParameters(p+".function.parameters", t.Function.Parameters); err != nil {
 			return nil, "", "", err
