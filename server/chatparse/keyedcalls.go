@@ -41,40 +41,60 @@ tadpole-g4-integer ::= "-"? ("0" | [1-9] [0-9]{0,15})
 tadpole-g4-bool ::= "true" | "false"
 `
 
-// gemma4Property is what a grammar of Gemma 4's calls knows of a
-// property's schema.
-type gemma4Property struct {
+// keyedProperty is what a grammar of keyed calls (Gemma 4, LFM2,
+// MiniMax M3: keyedSyntax) knows of a property's schema.
+type keyedProperty struct {
 	Type  json.RawMessage   `json:"type"`
 	Enum  []json.RawMessage `json:"enum"`
 	Const json.RawMessage   `json:"const"`
 	Ref   string            `json:"$ref"`
 }
 
-// value is the GBNF of the property's value (raw, its schema), and the
-// rules it needs, named after rule: a string-only property is a quoted
+// values are the property's enum values, or its const alone.
+func (p keyedProperty) values() []json.RawMessage {
+	if len(p.Const) > 0 {
+		return []json.RawMessage{p.Const}
+	}
+	return p.Enum
+}
+
+// typ is the type the property names, "" where it names none or several.
+func (p keyedProperty) typ() string {
+	var t string
+	json.Unmarshal(p.Type, &t)
+	return t
+}
+
+// stringAlts is GBNF for one of the property's values (values), each
+// between quote and quote, where all of them are strings; "" otherwise.
+func (p keyedProperty) stringAlts(quote string) string {
+	vals := p.values()
+	alts := make([]string, 0, len(vals))
+	for _, v := range vals {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return ""
+		}
+		alts = append(alts, grammar.Literal(quote+s+quote))
+	}
+	if len(alts) == 0 {
+		return ""
+	}
+	return "(" + strings.Join(alts, " | ") + ")"
+}
+
+// gemma4Value is the GBNF of the property's value in Gemma 4's syntax
+// (raw, its schema), and the rules it needs, named after rule: a
+// string-only property is a quoted
 // string (one of its enum or const values where it lists them); one
 // whose values are all scalars that Gemma 4 writes as JSON does (numbers,
 // booleans, null) is held to its schema by the JSON converter; any other
 // is Gemma 4's value syntax.
-func (p gemma4Property) value(raw json.RawMessage, rule string) (string, []string, error) {
-	vals := p.Enum
-	if len(p.Const) > 0 {
-		vals = []json.RawMessage{p.Const}
-	}
-	var t string
-	json.Unmarshal(p.Type, &t)
+func (p keyedProperty) gemma4Value(raw json.RawMessage, rule string) (string, []string, error) {
+	vals, t := p.values(), p.typ()
 	if len(vals) > 0 {
-		var alts []string
-		for _, v := range vals {
-			var s string
-			if json.Unmarshal(v, &s) != nil {
-				alts = nil
-				break
-			}
-			alts = append(alts, grammar.Literal(gemma4Quote+s+gemma4Quote))
-		}
-		if alts != nil {
-			return "(" + strings.Join(alts, " | ") + ")", nil, nil
+		if alts := p.stringAlts(gemma4Quote); alts != "" {
+			return alts, nil, nil
 		}
 		scalar := true
 		for _, v := range vals {
@@ -171,7 +191,7 @@ type keyedSyntax struct {
 	sep, close string
 	// value is a property's value (its schema raw, resolved), with the
 	// rules it needs named after rule.
-	value func(p gemma4Property, raw json.RawMessage, rule string) (string, []string, error)
+	value func(p keyedProperty, raw json.RawMessage, rule string) (string, []string, error)
 	// member is a member of any key (for a function without
 	// properties), and its rules.
 	member func(rule string) (string, []string, error)
@@ -184,8 +204,8 @@ var gemma4Syntax = keyedSyntax{
 	rule:   "tadpole-g4",
 	open:   func(name string) string { return "call:" + name + "{" },
 	keySep: ":", sep: ",", close: "}",
-	value: func(p gemma4Property, raw json.RawMessage, rule string) (string, []string, error) {
-		return p.value(raw, rule)
+	value: func(p keyedProperty, raw json.RawMessage, rule string) (string, []string, error) {
+		return p.gemma4Value(raw, rule)
 	},
 	member: func(string) (string, []string, error) { return "tadpole-g4-member", nil, nil },
 }
@@ -197,7 +217,7 @@ var lfm2Syntax = keyedSyntax{
 	rule:   "tadpole-py",
 	open:   func(name string) string { return name + "(" },
 	keySep: "=", sep: ", ", close: ")",
-	value: func(_ gemma4Property, raw json.RawMessage, rule string) (string, []string, error) {
+	value: func(_ keyedProperty, raw json.RawMessage, rule string) (string, []string, error) {
 		g, err := grammar.FromSchema(raw)
 		if err != nil {
 			return "", nil, err
@@ -248,7 +268,7 @@ func keyedCalls(syn keyedSyntax, tools []Tool, only string) (string, error) {
 		if len(s.Properties) > 0 {
 			field := func(k string) (string, error) {
 				raw := s.Properties[k]
-				var p gemma4Property
+				var p keyedProperty
 				for range 8 { // a property that is a local reference: its definition
 					if err := json.Unmarshal(raw, &p); err != nil {
 						return "", fmt.Errorf("function %q: property %q: %v", t.Name, k, err)
@@ -260,10 +280,10 @@ func keyedCalls(syn keyedSyntax, tools []Tool, only string) (string, error) {
 					} else {
 						break
 					}
-					p = gemma4Property{}
+					p = keyedProperty{}
 				}
 				if p.Ref != "" {
-					raw, p = json.RawMessage(`{}`), gemma4Property{} // any value
+					raw, p = json.RawMessage(`{}`), keyedProperty{} // any value
 				}
 				if len(s.Defs) > 0 || len(s.Definitions) > 0 {
 					// (nested references point at the function's definitions)

@@ -146,25 +146,12 @@ var m3Syntax = keyedSyntax{
 	field: func(k, v string) string {
 		return grammar.Literal(m3NS+"<"+k+">") + " " + v + " " + grammar.Literal(m3NS+"</"+k+">")
 	},
-	value: func(p gemma4Property, raw json.RawMessage, rule string) (string, []string, error) {
-		var t string
-		json.Unmarshal(p.Type, &t)
-		vals := p.Enum
-		if len(p.Const) > 0 {
-			vals = []json.RawMessage{p.Const}
-		}
-		var strs []string
-		for _, v := range vals {
-			var s string
-			if json.Unmarshal(v, &s) != nil {
-				strs = nil
-				break
-			}
-			strs = append(strs, grammar.Literal(s))
+	value: func(p keyedProperty, raw json.RawMessage, rule string) (string, []string, error) {
+		t, vals := p.typ(), p.values()
+		if alts := p.stringAlts(""); alts != "" {
+			return alts, nil, nil
 		}
 		switch {
-		case len(strs) > 0:
-			return "(" + strings.Join(strs, " | ") + ")", nil, nil
 		case t == "string" && len(vals) == 0:
 			return "tadpole-m3-text", nil, nil
 		case t == "" && len(vals) == 0:
