@@ -152,10 +152,10 @@ func namedLazyGrammar(o Options, tools []Tool, triggerRule string) (string, bool
 	if err != nil {
 		return "", true, err
 	}
-	body, rules, _ := strings.Cut(g, "\n")
+	body, rules := splitRoot(g)
 	ws := `[ \n]{0,2}`
 	root := fmt.Sprintf("%s %s tadpole-call (%s tadpole-call)* %s %s", triggerRule, ws, ws, ws, strconv.Quote(m.end))
-	return fmt.Sprintf("root ::= %s\ntadpole-call ::= %s\n%s", root, strings.TrimPrefix(body, "root ::= "), rules), true, nil
+	return fmt.Sprintf("root ::= %s\ntadpole-call ::= %s\n%s", root, body, rules), true, nil
 }
 
 // ArgsCalls reports whether a Mistral template teaches the newer calls,

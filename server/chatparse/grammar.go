@@ -206,14 +206,20 @@ func Grammar(o Options, tools []Tool, only string) (string, error) {
 	return withThinking(o, g), nil
 }
 
+// splitRoot is grammar g's root rule's body (what "root ::= " names,
+// the first line) and its other rules, for a grammar built around it.
+func splitRoot(g string) (root, rules string) {
+	first, rules, _ := strings.Cut(g, "\n")
+	return strings.TrimPrefix(first, "root ::= "), rules
+}
+
 // harmonyAnalysisFirst is harmony call grammar g with an analysis
 // message allowed before the call, as gpt-oss writes one before it acts:
 // "<|channel|>analysis<|message|>…<|end|><|start|>assistant" (the text
 // without "<|"; <|end|> is a control token, which llama.cpp's grammar
 // matches by its text).
 func harmonyAnalysisFirst(g string) string {
-	body, rules, _ := strings.Cut(g, "\n")
-	call := strings.TrimPrefix(body, "root ::= ")
+	call, rules := splitRoot(g)
 	analysis := fmt.Sprintf(`%q ([^<] | "<" [^|])* %q`, harmonyChannel+"analysis"+harmonyMessage, harmonyEnd+harmonyStart+"assistant")
 	return fmt.Sprintf("root ::= tadpole-analysis? (%s)\ntadpole-analysis ::= %s\n%s", call, analysis, rules)
 }
@@ -225,8 +231,7 @@ func withThinking(o Options, g string) string {
 	if !o.Thinking {
 		return g
 	}
-	body, rules, _ := strings.Cut(g, "\n")
-	call := strings.TrimPrefix(body, "root ::= ")
+	call, rules := splitRoot(g)
 	// A block may follow a newline or two (GLM writes "\n<think>" after
 	// its generation prompt); without a block, so may the call.
 	opt := `[ \n]{0,2} tadpole-thinking?`
@@ -380,7 +385,7 @@ func markupGrammar(o Options, tools []Tool, only, triggerRule string, many bool)
 	if err != nil {
 		return "", err
 	}
-	body, rules, _ := strings.Cut(g, "\n")
+	body, rules := splitRoot(g)
 	// The markup around the object as the model may space it: models of
 	// one format differ ("<tool_call>\n{…}\n</tool_call>" from Qwen,
 	// "<tool_call>{…}</tool_call>" from others, "[\n    {…}\n]" from
@@ -421,5 +426,5 @@ func markupGrammar(o Options, tools []Tool, only, triggerRule string, many bool)
 	// A newline or two may end the output: a model that writes one after
 	// its last call must still be able to stop.
 	root += ` [ \n]{0,2}`
-	return fmt.Sprintf("root ::= %s\ntadpole-call ::= %s\ntadpole-object ::= %s\n%s", root, strings.Join(parts, " "), strings.TrimPrefix(body, "root ::= "), rules), nil
+	return fmt.Sprintf("root ::= %s\ntadpole-call ::= %s\ntadpole-object ::= %s\n%s", root, strings.Join(parts, " "), body, rules), nil
 }

@@ -158,7 +158,7 @@ func kvLazyGrammar(o Options, tools []Tool, triggerRule string) (string, bool, e
 	if err != nil {
 		return "", true, err
 	}
-	body, rules, _ := strings.Cut(g, "\n")
+	body, rules := splitRoot(g)
 	ws := `[ \n]{0,2}`
 	// A newline after the last call (Laguna's template writes
 	// "</tool_call>\n"), which does not oblige the model to call again.
@@ -166,7 +166,7 @@ func kvLazyGrammar(o Options, tools []Tool, triggerRule string) (string, bool, e
 	if m.section {
 		root = fmt.Sprintf("%s %s tadpole-call (%s tadpole-call)* %s %s", triggerRule, ws, ws, ws, literalGBNF(m.end))
 	}
-	return fmt.Sprintf("root ::= %s\ntadpole-call ::= %s\n%s", root, strings.TrimPrefix(body, "root ::= "), rules), true, nil
+	return fmt.Sprintf("root ::= %s\ntadpole-call ::= %s\n%s", root, body, rules), true, nil
 }
 
 // literalGBNF is s as a GBNF literal (s is this package's markup: valid

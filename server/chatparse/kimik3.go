@@ -146,10 +146,10 @@ func k3Grammar(o Options, tools []Tool, only string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	body, rules, _ := strings.Cut(g, "\n")
+	body, rules := splitRoot(g)
 	pre := grammar.Literal(k3CloseTag("response"))
 	if o.Thinking && o.StartInThinking {
 		pre = thinkingRule(true, k3CloseTag("think")) + " " + grammar.Literal(k3OpenTag("response")) + " " + pre
 	}
-	return fmt.Sprintf("root ::= %s (%s) %s?\n%s", pre, strings.TrimPrefix(body, "root ::= "), grammar.Literal(k3CloseTag("message")), rules), nil
+	return fmt.Sprintf("root ::= %s (%s) %s?\n%s", pre, body, grammar.Literal(k3CloseTag("message")), rules), nil
 }

@@ -163,8 +163,7 @@ func (p *Parser) museClose(d *Delta) {
 // thinking) allowed before the call's message:
 // " to=self<|message|>…<|eom|><|start|>assistant" (the text without "<|").
 func museSelfFirst(g string) string {
-	body, rules, _ := strings.Cut(g, "\n")
-	call := strings.TrimPrefix(body, "root ::= ")
+	call, rules := splitRoot(g)
 	self := fmt.Sprintf(`%q ([^<] | "<" [^|])* %q`, " to=self"+museMessage, museEOM+museStart+"assistant")
 	return fmt.Sprintf("root ::= tadpole-self? (%s)\ntadpole-self ::= %s\n%s", call, self, rules)
 }
