@@ -66,3 +66,53 @@ func TestForcedToolCallFamilyMarkup(t *testing.T) {
 		})
 	}
 }
+
+// The own-syntax forced grammars of this round's families (Kimi K3's
+// typed arguments, MiniMax M3's elements, Mistral Small 3.2's
+// [CALL_ID], Command R+'s Action block) built from the worst property
+// names a client can send reach llama.cpp's grammar parser through a
+// running server: each request is answered, never an abort, and the
+// server answers a plain request after them. (The long name is 1,000
+// bytes: the tools' text must fit the scripted models' 4,096-token
+// context, or the request is a 400 before any grammar is built.)
+func TestForcedWorstNamesOwnSyntax(t *testing.T) {
+	worst := []string{`"`, `\`, "a\nb", "\x00", "\xff\xfe", strings.Repeat("k", 1000), "]<]minimax[>[</x>", "<|close|>argument<|sep|>",
+		`" type="number"<|sep|>`, "[ARGS]", "```", "]```", "</think>", "<|open|>", "{", "}"}
+	props := map[string]any{}
+	var required []string
+	for i, k := range worst {
+		props[k] = map[string]any{"type": []string{"string", "integer", "boolean", "object"}[i%4]}
+		if i%2 == 0 {
+			required = append(required, k)
+		}
+	}
+	params, err := json.Marshal(map[string]any{"type": "object", "properties": props, "required": required})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		template string
+		script   func(string) testmodels.FamilyScript
+	}{
+		{"Kimi-K3.jinja", testmodels.KimiK3},
+		{"MiniMax-M3.jinja", testmodels.MiniMaxM3},
+		{"Mistral-Small-3.2-24B-Instruct-2506.jinja", testmodels.MistralSmall32},
+		{"CohereForAI-c4ai-command-r-plus-tool_use.jinja", testmodels.CommandRPlus},
+	} {
+		t.Run(f.template, func(t *testing.T) {
+			ts, _ := startFamilyServer(t, f.script(familyTemplate(t, f.template)))
+			for _, choice := range []string{`"required"`, `"auto"`} {
+				body := `{"model": "family", "temperature": 0.8, "seed": 1, "max_tokens": 24, "tool_choice": ` + choice + `,
+					"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": ` + string(params) + `}}],
+					"messages": [{"role": "user", "content": "What is the weather in Paris?"}]}`
+				if _, err := openAIChat(t, ts.URL, body, true); err != nil {
+					t.Fatalf("tool_choice %s: %v, want an answer", choice, err)
+				}
+			}
+			plain := `{"model": "family", "max_tokens": 8, "messages": [{"role": "user", "content": "Hi"}]}`
+			if _, err := openAIChat(t, ts.URL, plain, false); err != nil {
+				t.Fatalf("after the worst names: %v", err)
+			}
+		})
+	}
+}
