@@ -127,9 +127,9 @@ const MaxLoadedAdapters = 64
 // loaded in), file, and the scale a request that names no adapters gets
 // (SetScales; 0 until set).
 type LoadedAdapter struct {
-	ID    int
-	Path  string
-	Scale float32
+	ID              int
+	Path            string
+	Scale           float32
 	*engine.Adapter // its Bytes: the memory of its tensors
 }
 

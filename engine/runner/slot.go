@@ -28,7 +28,7 @@ type slot struct {
 	// prompt must not be fed again then.
 	prompted   bool
 	sampler    *engine.Sampler
-	lazy       *lazyState // a lazy grammar not yet woken (lazy.go)
+	lazy       *lazyState   // a lazy grammar not yet woken (lazy.go)
 	pending    engine.Token // sampled, not yet decoded
 	hasPending bool
 	outIdx     int // batch index of this slot's logits in the current step
