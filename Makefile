@@ -128,20 +128,25 @@ chart-test:
 # its executions ("execs: N").
 FUZZTIME ?= 10s
 fuzz: llama
-	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./models/gguf
-	$(GO) test -run '^$$' -fuzz '^FuzzParseModelfile$$' -fuzztime $(FUZZTIME) ./models
-	$(GO) test -run '^$$' -fuzz '^FuzzParser$$' -fuzztime $(FUZZTIME) ./server/chatparse
-	$(GO) test -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME) -parallel 1 ./server
+	GO=$(GO) scripts/gofuzz.sh FuzzRead ./models/gguf $(FUZZTIME)
+	GO=$(GO) scripts/gofuzz.sh FuzzParseModelfile ./models $(FUZZTIME)
+	GO=$(GO) scripts/gofuzz.sh FuzzParser ./server/chatparse $(FUZZTIME)
+	GO=$(GO) scripts/gofuzz.sh FuzzEngine ./server $(FUZZTIME) -parallel 1
 
-# CI's bounded variant: the pure-Go fuzzers for FUZZTIME, and FUZZ_N random
-# FuzzEngine inputs through the race-built test binary `make test` already
-# compiled (go test -fuzz would rebuild the native engine with coverage
-# instrumentation, minutes on 2 cores).
+# CI's bounded variant: the pure-Go fuzzers for a count of executions
+# each (about 10 s apiece on 2 cores), and FUZZ_N random FuzzEngine inputs
+# through the race-built test binary `make test` already compiled (go test
+# -fuzz would rebuild the native engine with coverage instrumentation,
+# minutes on 2 cores). Counts, not durations: with a duration Go 1.26's
+# fuzz coordinator can race its own deadline and fail with a bare "context
+# deadline exceeded" and no failing input (go.dev/issue/75804, fixed in Go
+# 1.27); a count has no deadline to race.
 FUZZ_N ?= 400
+FUZZ_SCALE ?= 1
 fuzz-ci: llama
-	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./models/gguf
-	$(GO) test -run '^$$' -fuzz '^FuzzParseModelfile$$' -fuzztime $(FUZZTIME) ./models
-	$(GO) test -run '^$$' -fuzz '^FuzzParser$$' -fuzztime $(FUZZTIME) ./server/chatparse
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $$((200000 * $(FUZZ_SCALE)))x ./models/gguf
+	$(GO) test -run '^$$' -fuzz '^FuzzParseModelfile$$' -fuzztime $$((30000 * $(FUZZ_SCALE)))x ./models
+	$(GO) test -run '^$$' -fuzz '^FuzzParser$$' -fuzztime $$((80000 * $(FUZZ_SCALE)))x ./server/chatparse
 	set -o pipefail; TADPOLE_ENGINEFUZZ_N=$(FUZZ_N) $(GO) test -race -count=1 -v -run '^TestEngineFuzzRandom$$' ./server \
 		| grep -E '^(ok|FAIL|--- FAIL|panic)|TestEngineFuzzRandom: |request:|server stderr'
 
