@@ -83,6 +83,7 @@ func main() {
 	promptText := flag.String("prompt-text", "", "with -http: every request's prompt is this text instead of the generated tokens (e.g. \"ping pong ping pong ping\" on the bigram models, whose answer repeats it: a workload for speculative decoding)")
 	draftModel := flag.String("draft", "", "with -http: the first Tadpole serves this GGUF as the model's draft model (--draft); compare with -tadpole2-args \"--draft-max 0\"")
 	tadpole2 := flag.String("tadpole2-args", "", "with -http: measure a second Tadpole, started with these extra flags, instead of a peer (e.g. \"--draft-max 0\": speculative decoding off against on)")
+	tadpole2Bin := flag.String("tadpole2", "", "with -http: the second Tadpole is this binary (a build from before a change; default -tadpole), started with the same flags and -tadpole2-args")
 	convUsers := flag.Int("conversations", 0, "with -http: measure only returning conversations: this many users, each with its own history, taking turns on -parallel slots (issue 24's prompt cache; Tadpole is restarted once to measure its disk tier)")
 	convHistory := flag.Int("history", 4000, "-conversations: tokens of each user's history")
 	convTurns := flag.Int("turns", 2, "-conversations: returning turns per user")
@@ -226,11 +227,15 @@ func main() {
 		servers = append(servers, startTadpole(*tadpoleBin, c))
 	}
 	switch {
-	case *tadpole2 != "":
+	case *tadpole2 != "" || *tadpole2Bin != "":
 		c := cfg
 		c.extra = append([]string{"--flash-attention", *flash}, strings.Fields(*tadpoleArgs+" "+*tadpole2)...)
-		t2 := startTadpole(*tadpoleBin, c)
-		t2.name = "tadpole " + *tadpole2
+		bin := *tadpoleBin
+		if *tadpole2Bin != "" {
+			bin = *tadpole2Bin
+		}
+		t2 := startTadpole(bin, c)
+		t2.name = strings.TrimSpace("tadpole " + *tadpole2Bin + " " + *tadpole2)
 		servers = append(servers, t2)
 	case *llamaServer != "":
 		c := cfg
