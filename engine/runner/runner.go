@@ -523,6 +523,9 @@ func (r *Runner) admit() {
 		q.closeSamplers()
 		q.stream.send(Event{Done: true, DoneReason: "cancel", Err: q.ctx.Err()})
 	}
+	r.mu.Lock()
+	plan := r.burst()
+	r.mu.Unlock()
 	for {
 		r.mu.Lock()
 		if len(r.waiting) == 0 {
@@ -530,7 +533,10 @@ func (r *Runner) admit() {
 			return
 		}
 		q := r.waiting[0]
-		best := r.pick(q, len(r.waiting))
+		best := plan[q]
+		if best == nil || best.req != nil {
+			best = r.pick(q, len(r.waiting), nil)
+		}
 		if best == nil {
 			r.mu.Unlock()
 			return
@@ -564,13 +570,18 @@ func (r *Runner) admit() {
 // slot: all slots are busy then, one run whatever the placement, and
 // only the prefixes matter (16 streams arriving together went to slots
 // that held other prompts, and prefilled them whole).
-func (r *Runner) pick(q *request, waiting int) *slot {
+//
+// taken marks slots as busy besides those running a request (burst's
+// plans; nil: none).
+func (r *Runner) pick(q *request, waiting int, taken []bool) *slot {
 	var reuse, compact *slot
 	reuseN, reuseRank, compactN, compactRank := -1, 0, 0, -1
-	busy := func(i int) bool { return i >= 0 && i < len(r.slots) && r.slots[i].req != nil }
+	busy := func(i int) bool {
+		return i >= 0 && i < len(r.slots) && (r.slots[i].req != nil || taken != nil && taken[i])
+	}
 	free := 0
 	for i, s := range r.slots {
-		if s.req != nil {
+		if busy(i) {
 			continue
 		}
 		free++
@@ -596,6 +607,79 @@ func (r *Runner) pick(q *request, waiting int) *slot {
 		return reuse
 	}
 	return compact
+}
+
+// burst plans the slots of several requests waiting at once (under
+// r.mu; nil: one or none waits, or the plan is pick's own). pick places
+// one request at a time, next to the busy slots; a burst of returning
+// streams (8 clients sending their next requests together) then lands
+// off the slots that hold their prompts whenever the first one back was
+// not next to the others' old slots, and prefills its prompt again. So
+// burst places the whole burst twice: each request in the free slot
+// that holds most of its prompt, and each where pick would put it, one
+// after another. It takes the first plan when the busy slots then lie
+// in no more runs than pick's plan leaves and it reuses more of the
+// prompts; else pick's, request by request as always. (The requests
+// are the ones free slots can take, in admission order.)
+func (r *Runner) burst() map[*request]*slot {
+	free := 0
+	for _, s := range r.slots {
+		if s.req == nil {
+			free++
+		}
+	}
+	n := min(len(r.waiting), free)
+	if n < 2 || r.cfg.KVUnified {
+		return nil
+	}
+	// pick's plan, request by request.
+	taken := make([]bool, len(r.slots))
+	picked := 0
+	for i, q := range r.waiting[:n] {
+		s := r.pick(q, len(r.waiting)-i, taken)
+		if s == nil {
+			return nil
+		}
+		taken[s.id] = true
+		picked += s.reusable(q)
+	}
+	runsPick := r.runs(taken)
+	// The prefix plan: each request the free slot that holds most of it.
+	clear(taken)
+	plan := make(map[*request]*slot, n)
+	reused := 0
+	for _, q := range r.waiting[:n] {
+		var best *slot
+		bestN := -1
+		for _, s := range r.slots {
+			if s.req == nil && !taken[s.id] {
+				if k := s.reusable(q); k > bestN {
+					best, bestN = s, k
+				}
+			}
+		}
+		taken[best.id] = true
+		plan[q] = best
+		reused += bestN
+	}
+	if reused <= picked || r.runs(taken) > runsPick {
+		return nil
+	}
+	return plan
+}
+
+// runs counts the runs of consecutive busy slots, taken counting as
+// busy.
+func (r *Runner) runs(taken []bool) int {
+	n, prev := 0, false
+	for i, s := range r.slots {
+		b := s.req != nil || taken[i]
+		if b && !prev {
+			n++
+		}
+		prev = b
+	}
+	return n
 }
 
 // admitted reports that the request stopped waiting (OnAdmit).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -577,11 +578,63 @@ func TestPickKeepsSlotsTogether(t *testing.T) {
 		if strings.HasPrefix(c.name, "the waiting fill") {
 			waiting = strings.Count(c.busy, ".")
 		}
-		if s := r.pick(q, waiting); s != nil {
+		if s := r.pick(q, waiting, nil); s != nil {
 			got = s.id
 		}
 		if got != c.want {
 			t.Errorf("%s: slot %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// A burst of returning streams goes back to the slots that hold their
+// prompts when the busy slots stay in as few runs as pick's one-by-one
+// placement leaves them; else pick's placement stands.
+func TestBurstKeepsStreamsInTheirSlots(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		busy  string // b busy, . free
+		own   []int  // the slot holding each waiting request's prompt (-1 none)
+		want  []int  // the planned slots (nil: no plan, pick decides)
+		unify bool
+	}{
+		// The first stream back took its old slot 5; the other seven
+		// return to 0-4, 6, 7: one run, as pick's 4, 6, 3, 7, … would be.
+		{"back to their slots", ".....b..........", []int{0, 1, 2, 3, 4, 6, 7}, []int{0, 1, 2, 3, 4, 6, 7}, false},
+		// Old slots 0, 2 and 9 around a busy 5 would leave four runs.
+		{"scattered: pick's runs", ".....b..........", []int{0, 2, 9}, nil, false},
+		{"nothing held: pick", ".....b..........", []int{-1, -1}, nil, false},
+		{"one waits: pick", ".....b..........", []int{4}, nil, false},
+		{"unified KV: pick takes the prefixes itself", ".....b..........", []int{0, 1}, nil, true},
+		{"they fill every slot: pick takes the prefixes itself", "bb..", []int{3, 2}, nil, false},
+	} {
+		r := &Runner{cfg: Config{KVUnified: c.unify}}
+		for i, b := range c.busy {
+			s := &slot{id: i}
+			if b == 'b' {
+				s.req = &request{}
+			}
+			r.slots = append(r.slots, s)
+		}
+		for k, own := range c.own {
+			// Each request's 9-token prompt differs from the others'
+			// at its second token, as make bench's streams do.
+			p := []engine.Token{1, engine.Token(100 + k), 3, 4, 5, 6, 7, 8, 9}
+			q := &request{prompt: p}
+			r.waiting = append(r.waiting, q)
+			if own >= 0 {
+				r.slots[own].cache = p
+			}
+		}
+		plan := r.burst()
+		var got []int
+		if plan != nil {
+			for _, q := range r.waiting {
+				got = append(got, plan[q].id)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: planned %v, want %v", c.name, got, c.want)
 		}
 	}
 }
