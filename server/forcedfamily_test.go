@@ -20,14 +20,11 @@ import (
 // grammar cannot hold is a 400 naming the function.
 func TestForcedToolCallFamilyMarkup(t *testing.T) {
 	const schema = `{"type": "object", "properties": {"city": {"type": "string", "enum": ["Lyon"]}, "code": {"enum": ["18"]}}, "required": ["city", "code"], "additionalProperties": false}`
-	for _, f := range []struct {
-		template string
-		script   func(string) testmodels.FamilyScript
-	}{
-		{"Qwen3.5-4B.jinja", testmodels.Qwen35},
-		{"GLM-4.6.jinja", testmodels.GLM46},
-		{"MiniMax-M2.jinja", testmodels.MiniMaxM2},
-		{"ByteDance-Seed-OSS.jinja", testmodels.SeedOSS},
+	for _, f := range []scriptedFamily{
+		{template: "Qwen3.5-4B.jinja", script: testmodels.Qwen35},
+		{template: "GLM-4.6.jinja", script: testmodels.GLM46},
+		{template: "MiniMax-M2.jinja", script: testmodels.MiniMaxM2},
+		{template: "ByteDance-Seed-OSS.jinja", script: testmodels.SeedOSS},
 	} {
 		t.Run(f.template, func(t *testing.T) {
 			ts, _ := startFamilyServer(t, f.script(familyTemplate(t, f.template)))
@@ -90,14 +87,11 @@ func TestForcedWorstNamesOwnSyntax(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []struct {
-		template string
-		script   func(string) testmodels.FamilyScript
-	}{
-		{"Kimi-K3.jinja", testmodels.KimiK3},
-		{"MiniMax-M3.jinja", testmodels.MiniMaxM3},
-		{"Mistral-Small-3.2-24B-Instruct-2506.jinja", testmodels.MistralSmall32},
-		{"CohereForAI-c4ai-command-r-plus-tool_use.jinja", testmodels.CommandRPlus},
+	for _, f := range []scriptedFamily{
+		{template: "Kimi-K3.jinja", script: testmodels.KimiK3},
+		{template: "MiniMax-M3.jinja", script: testmodels.MiniMaxM3},
+		{template: "Mistral-Small-3.2-24B-Instruct-2506.jinja", script: testmodels.MistralSmall32},
+		{template: "CohereForAI-c4ai-command-r-plus-tool_use.jinja", script: testmodels.CommandRPlus},
 	} {
 		t.Run(f.template, func(t *testing.T) {
 			ts, _ := startFamilyServer(t, f.script(familyTemplate(t, f.template)))
