@@ -47,7 +47,12 @@ func llamaServerBin(t *testing.T) string {
 }
 
 // runLlamaServer serves model with llama-server (--jinja, loopback only)
-// until the test ends.
+// until the test ends. One thread, as the test servers of Tadpole run:
+// the differential runs two families at once, and ggml's threads wait
+// for each other at every graph node by spinning, so two servers of two
+// threads each on 2 cores spent most of their time waiting for a thread
+// the other had descheduled (a family's first answer took 4.5 s with 2
+// threads, 0.19 s with 1).
 func runLlamaServer(t *testing.T, bin, model string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -58,7 +63,7 @@ func runLlamaServer(t *testing.T, bin, model string) string {
 	ln.Close()
 	var log bytes.Buffer
 	cmd := exec.Command(bin, "-m", model, "--jinja", "--host", "127.0.0.1", "--port", fmt.Sprint(port),
-		"-c", "4096", "-np", "1", "-t", "2", "--no-warmup", "--no-webui")
+		"-c", "4096", "-np", "1", "-t", "1", "--no-warmup", "--no-webui")
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
