@@ -382,6 +382,11 @@ func TestNewArchSpeculation(t *testing.T) {
 					{"temperature": 0, "num_predict": 48},
 					{"temperature": 0.8, "seed": 7, "top_k": 40, "top_p": 0.9, "num_predict": 48},
 				} {
+					// A cold server's greedy answer, once for both modes.
+					var cold answer
+					if opts["temperature"] == 0 {
+						cold = fresh(t, dir, off, a.name, prompt, false, opts)
+					}
 					for mode, cfg := range modes {
 						// The reference: the same server (a sliding-window
 						// model's full-size window cache included), the
@@ -391,7 +396,7 @@ func TestNewArchSpeculation(t *testing.T) {
 							none[k] = v
 						}
 						want := fresh(t, dir, cfg, a.name, prompt, false, none)
-						if cold := fresh(t, dir, off, a.name, prompt, false, opts); opts["temperature"] == 0 {
+						if opts["temperature"] == 0 {
 							sameAnswer(t, dir, a.name, prompt, opts, fmt.Sprintf("%s prompt, %s configured, drafting nothing", what, mode), want, cold)
 						}
 						if mode == "draft model" && opts["temperature"] != 0 && a.window > 0 {
