@@ -230,7 +230,30 @@ func (b *pgBackend) close() error { return b.s.db.Close() }
 // listen holds a connection LISTENing to job events until the store
 // closes, reconnecting after the database went away: a queued job wakes
 // an idle worker, a cancel stops the run here. After each (re)connection
-// the workers look once, for what was queued meanwhile.
+// the workers look once, for what was queued meanwhile, and the runs
+// here cancelled meanwhile stop (stopCancelled).
+// stopCancelled stops the runs here whose jobs were cancelled while no
+// connection listened: before the first one was up (a worker may claim
+// a job before it is), or while it was down. Their notifications went
+// to no one, and the lease renewal would stop them only a third of a
+// lease later.
+func (b *pgBackend) stopCancelled() {
+	s := b.s
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.running))
+	for id := range s.running {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		var state string
+		err := s.db.QueryRowContext(s.ctx, s.q(`SELECT state FROM jobs WHERE id = ?`), id).Scan(&state)
+		if err == nil && state == string(Cancelled) {
+			s.stopLocal(id)
+		}
+	}
+}
+
 func (b *pgBackend) listen() {
 	s := b.s
 	defer s.loops.Done()
@@ -240,6 +263,7 @@ func (b *pgBackend) listen() {
 			if _, err = conn.Exec(s.ctx, "LISTEN "+notifyChannel); err == nil {
 				wait = time.Second
 				s.poke()
+				b.stopCancelled()
 				for {
 					var n *pgconn.Notification
 					if n, err = conn.WaitForNotification(s.ctx); err != nil {
