@@ -83,6 +83,9 @@ func (m *Model) NewSampler(p SamplerParams) (*Sampler, error) {
 		return nil, err
 	}
 	var topK, lastN C.int32_t
+	// Greedy under a grammar: the front end tries the unconstrained
+	// argmax against the grammar first (sampling.c); it keeps the bias.
+	greedyGrammar := !p.wholeChain && strings.TrimSpace(p.Grammar) != "" && p.Temperature <= 0
 	if full {
 		// llama.cpp's whole chain.
 		if g := strings.TrimSpace(p.Grammar); g != "" {
@@ -102,7 +105,9 @@ func (m *Model) NewSampler(p SamplerParams) (*Sampler, error) {
 				biases[i] = C.llama_logit_bias{token: C.llama_token(biasTok[i]), bias: biasVal[i]}
 			}
 			add(C.llama_sampler_init_logit_bias(C.int32_t(m.VocabSize()), C.int32_t(len(biases)), &biases[0]))
-			biasTok, biasVal = nil, nil
+			if !greedyGrammar {
+				biasTok, biasVal = nil, nil
+			}
 		}
 		switch {
 		case p.Temperature <= 0:
@@ -137,11 +142,15 @@ func (m *Model) NewSampler(p SamplerParams) (*Sampler, error) {
 	}
 	var bt *C.int32_t
 	var bv *C.float
+	gg := C.int32_t(0)
+	if greedyGrammar {
+		gg = 1
+	}
 	if len(biasTok) > 0 {
 		bt, bv = &biasTok[0], &biasVal[0]
 	}
 	c := C.tp_sampler_new(C.int32_t(m.VocabSize()), chain, topK, lastN, C.float(rp), C.float(p.FrequencyPenalty), C.float(p.PresencePenalty),
-		C.int32_t(len(biasTok)), bt, bv)
+		C.int32_t(len(biasTok)), bt, bv, gg)
 	if c == nil {
 		if chain != nil {
 			C.llama_sampler_free(chain)

@@ -70,6 +70,11 @@ func TestSamplerMatchesLlamaChain(t *testing.T) {
 	}{
 		{"greedy", SamplerParams{}},
 		{"greedy with logit bias", SamplerParams{LogitBias: ban}},
+		// Greedy under a grammar: the front end asks the grammar about
+		// the unconstrained pick first. Letters and spaces reject most
+		// of the random model's picks; everything but "<" rejects few.
+		{"greedy, a narrow grammar", SamplerParams{Grammar: `root ::= [a-z ]+`, LogitBias: ban}},
+		{"greedy, a wide grammar", SamplerParams{Grammar: `root ::= [^<]+`}},
 		{"ollama defaults", SamplerParams{Seed: 7, Temperature: 0.8, TopK: 40, TopP: 0.9, RepeatLastN: 64, RepeatPenalty: 1.1}},
 		{"hot, strong penalties, short window", SamplerParams{Seed: 3, Temperature: 1.5, TopK: 100, TopP: 0.95, MinP: 0.02, RepeatLastN: 4, RepeatPenalty: 1.8, FrequencyPenalty: 0.5, PresencePenalty: 0.7, LogitBias: ban}},
 		{"top-k off (whole vocabulary)", SamplerParams{Seed: 11, Temperature: 0.7, TopP: 0.8, RepeatLastN: 64, RepeatPenalty: 1.1}},
@@ -153,6 +158,7 @@ func BenchmarkSample(b *testing.B) {
 	}{
 		{"greedy", SamplerParams{LogitBias: ban}},
 		{"temp0.8", SamplerParams{Seed: 1, Temperature: 0.8, TopK: 40, TopP: 0.9, RepeatLastN: 64, RepeatPenalty: 1.1, LogitBias: ban}},
+		{"greedy+grammar", SamplerParams{Grammar: `root ::= [^<]*`, LogitBias: ban}},
 	} {
 		for _, whole := range []bool{false, true} {
 			p := tc.p

@@ -11,8 +11,14 @@
 // llama.cpp's top-k leaves them) go through the rest of llama.cpp's chain
 // (typical → top-p → min-p → temperature → the seeded draw). Greedy
 // decoding is an argmax. Grammars and Mirostat keep llama.cpp's whole
-// chain (rest), fed from a reused candidate array.
+// chain (rest), fed from a reused candidate array. Greedy decoding under a
+// grammar first asks the grammar about the unconstrained argmax alone,
+// as llama-server's sampler does, and runs the chain (the grammar over
+// the whole vocabulary) only when the grammar rejects it: the same
+// token, since the grammar only removes candidates (see
+// tp_sampler_sample).
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +27,7 @@
 struct tp_sampler {
 	int32_t n_vocab;
 	struct llama_sampler *rest; // NULL: greedy
+	int greedy_grammar;         // rest is grammar → logit bias → greedy
 	int32_t top_k;
 	float *work;                // logits with bias and penalties applied
 	llama_token_data *cand;     // candidates for rest
@@ -43,13 +50,15 @@ struct tp_sampler {
 
 struct tp_sampler *tp_sampler_new(int32_t n_vocab, struct llama_sampler *rest, int32_t top_k,
                                   int32_t last_n, float repeat, float freq, float present,
-                                  int32_t n_bias, const int32_t *bias_tok, const float *bias_val) {
+                                  int32_t n_bias, const int32_t *bias_tok, const float *bias_val,
+                                  int32_t greedy_grammar) {
 	struct tp_sampler *s = calloc(1, sizeof *s);
 	if (!s) {
 		return NULL;
 	}
 	s->n_vocab = n_vocab;
 	s->rest = rest;
+	s->greedy_grammar = rest && greedy_grammar && llama_sampler_chain_n(rest) > 0;
 	s->top_k = top_k;
 	s->work = malloc((size_t)n_vocab * sizeof(float));
 	s->cand = malloc((size_t)n_vocab * sizeof(llama_token_data));
@@ -207,11 +216,39 @@ static int by_logit_desc(const void *a, const void *b) {
 	return (x < y) - (x > y);
 }
 
+// argmax is the first of the largest logits, as llama.cpp's greedy
+// sampler picks: the maximum in 16 independent lanes (no dependency
+// chain, and a loop the compiler vectorizes), then its index.
+static int32_t argmax(const float *logits, int32_t n) {
+	float lane[16], best = logits[0];
+	for (int j = 0; j < 16; j++) {
+		lane[j] = best;
+	}
+	int32_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		for (int j = 0; j < 16; j++) {
+			lane[j] = logits[i + j] > lane[j] ? logits[i + j] : lane[j];
+		}
+	}
+	for (; i < n; i++) {
+		best = logits[i] > best ? logits[i] : best;
+	}
+	for (int j = 0; j < 16; j++) {
+		best = lane[j] > best ? lane[j] : best;
+	}
+	int32_t tok = 0;
+	while (tok < n - 1 && !(logits[tok] == best)) {
+		tok++;
+	}
+	return tok;
+}
+
 int32_t tp_sampler_sample(struct tp_sampler *s, struct llama_context *ctx, int32_t idx) {
 	const float *logits = llama_get_logits_ith(ctx, idx);
 	if (!logits) {
 		return -1;
 	}
+	const float *raw = logits;
 	const int32_t n = s->n_vocab;
 	if (s->n_bias > 0 || s->n_uniq > 0) {
 		float *w = s->work;
@@ -232,30 +269,25 @@ int32_t tp_sampler_sample(struct tp_sampler *s, struct llama_context *ctx, int32
 	}
 	int32_t tok;
 	if (!s->rest) {
-		// The first of the largest, as llama.cpp's greedy sampler: the
-		// maximum in 16 independent lanes (no dependency chain, and a
-		// loop the compiler vectorizes), then its index.
-		float lane[16], best = logits[0];
-		for (int j = 0; j < 16; j++) {
-			lane[j] = best;
-		}
-		int32_t i = 0;
-		for (; i + 16 <= n; i += 16) {
-			for (int j = 0; j < 16; j++) {
-				lane[j] = logits[i + j] > lane[j] ? logits[i + j] : lane[j];
-			}
-		}
-		for (; i < n; i++) {
-			best = logits[i] > best ? logits[i] : best;
-		}
-		for (int j = 0; j < 16; j++) {
-			best = lane[j] > best ? lane[j] : best;
-		}
-		tok = 0;
-		while (tok < n - 1 && !(logits[tok] == best)) {
-			tok++;
-		}
+		tok = argmax(logits, n);
 	} else {
+		if (s->greedy_grammar) {
+			// The chain's greedy pick is the first largest logit the
+			// grammar leaves. The grammar only sets logits to -inf, so
+			// when it accepts the first largest of all (bias applied),
+			// that is the pick: one candidate checked, not the whole
+			// vocabulary. Else the chain runs on the raw logits (it
+			// applies the bias itself).
+			tok = argmax(logits, n);
+			llama_token_data one = {tok, logits[tok], 0.0f};
+			llama_token_data_array arr = {&one, 1, -1, false};
+			llama_sampler_apply(llama_sampler_chain_get(s->rest, 0), &arr);
+			if (!(isinf(one.logit) && one.logit < 0)) {
+				tp_sampler_accept(s, tok);
+				return tok;
+			}
+			logits = raw;
+		}
 		llama_token_data_array cur = {s->cand, (size_t)n, -1, false};
 		if (s->top_k > 0 && s->top_k < n) {
 			topk(logits, n, s->top_k, s->cand);
