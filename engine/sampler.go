@@ -74,7 +74,8 @@ func (m *Model) NewSampler(p SamplerParams) (*Sampler, error) {
 		rp = 1
 	}
 	penalties := p.Temperature > 0 && p.RepeatLastN != 0 && (rp != 1 || p.PresencePenalty != 0 || p.FrequencyPenalty != 0)
-	full := p.wholeChain || strings.TrimSpace(p.Grammar) != "" || (p.Temperature > 0 && p.Mirostat != 0)
+	grammar := strings.TrimSpace(p.Grammar)
+	full := p.wholeChain || grammar != "" || (p.Temperature > 0 && p.Mirostat != 0)
 
 	chain := C.llama_sampler_chain_init(C.llama_sampler_chain_default_params())
 	add := func(x *C.struct_llama_sampler) { C.llama_sampler_chain_add(chain, x) }
@@ -85,11 +86,11 @@ func (m *Model) NewSampler(p SamplerParams) (*Sampler, error) {
 	var topK, lastN C.int32_t
 	// Greedy under a grammar: the front end tries the unconstrained
 	// argmax against the grammar first (sampling.c); it keeps the bias.
-	greedyGrammar := !p.wholeChain && strings.TrimSpace(p.Grammar) != "" && p.Temperature <= 0
+	greedyGrammar := !p.wholeChain && grammar != "" && p.Temperature <= 0
 	if full {
 		// llama.cpp's whole chain.
-		if g := strings.TrimSpace(p.Grammar); g != "" {
-			cg := C.CString(g)
+		if grammar != "" {
+			cg := C.CString(grammar)
 			root := C.CString("root")
 			gs := C.llama_sampler_init_grammar(m.vocab, cg, root)
 			C.free(unsafe.Pointer(cg))

@@ -576,9 +576,7 @@ func (r *Runner) admit() {
 func (r *Runner) pick(q *request, waiting int, taken []bool) *slot {
 	var reuse, compact *slot
 	reuseN, reuseRank, compactN, compactRank := -1, 0, 0, -1
-	busy := func(i int) bool {
-		return i >= 0 && i < len(r.slots) && (r.slots[i].req != nil || taken != nil && taken[i])
-	}
+	busy := func(i int) bool { return i >= 0 && i < len(r.slots) && r.occupied(i, taken) }
 	free := 0
 	for i, s := range r.slots {
 		if busy(i) {
@@ -651,8 +649,8 @@ func (r *Runner) burst() map[*request]*slot {
 	for _, q := range r.waiting[:n] {
 		var best *slot
 		bestN := -1
-		for _, s := range r.slots {
-			if s.req == nil && !taken[s.id] {
+		for i, s := range r.slots {
+			if !r.occupied(i, taken) {
 				if k := s.reusable(q); k > bestN {
 					best, bestN = s, k
 				}
@@ -668,12 +666,18 @@ func (r *Runner) burst() map[*request]*slot {
 	return plan
 }
 
+// occupied says whether slot i runs a request or is taken in a plan
+// (taken may be nil).
+func (r *Runner) occupied(i int, taken []bool) bool {
+	return r.slots[i].req != nil || taken != nil && taken[i]
+}
+
 // runs counts the runs of consecutive busy slots, taken counting as
 // busy.
 func (r *Runner) runs(taken []bool) int {
 	n, prev := 0, false
-	for i, s := range r.slots {
-		b := s.req != nil || taken[i]
+	for i := range r.slots {
+		b := r.occupied(i, taken)
 		if b && !prev {
 			n++
 		}
